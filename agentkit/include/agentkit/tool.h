@@ -1,0 +1,78 @@
+#pragma once
+// The one interface for everything that acts: function tools, sub-agents
+// (`as_tool`), HTTP endpoints, MCP tools and the `memory` file tool.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <agentkit/json.h>
+
+namespace agentkit {
+
+class RunContext;
+
+// What a tool does to the world. Declared by the author, never guessed:
+// approval gating, idempotency and caching all read it.
+struct Effects {
+  // Changes the world or has external effects (sends, writes, pays).
+  bool side_effecting = true;
+  // A repeat of the same call is safe (independent of side_effecting).
+  bool idempotent = false;
+  // Always pause for a human decision before running, at every autonomy tier.
+  bool requires_approval = false;
+};
+
+// Everything known about a tool before it runs. Only name, description and
+// parameters reach the model; the rest is for the host and the middleware.
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  // JSON Schema of the argument object. nullopt makes the tool
+  // loop-invisible: callable through the registry and invoker, never
+  // advertised to the model.
+  std::optional<Schema> parameters;
+  // JSON Schema of the result, when one is declared or inferred.
+  std::optional<Schema> output_schema;
+  Effects effects;
+  // The tool passes argument keys it does not advertise through to its body.
+  bool accepts_extra_arguments = false;
+  // Free-form labels and host data, invisible to the model.
+  std::vector<std::string> tags;
+  Json metadata = Json::object();
+  // Renders a human-readable status line for a call in flight (spec 003's
+  // `status`). Empty means "use the tool name".
+  std::function<std::string(const Json& arguments)> status;
+};
+
+// A tool. Implementations MUST be safe to call from several runs at once.
+//
+// `run` receives the arguments the model sent (already parsed, not yet
+// validated unless the implementation does it) and the run's context. It
+// returns the result value or throws: ToolArgumentError for a bad call,
+// ToolShapeError for a bad result, anything else for a failure. Arguments are
+// immutable: what was authorised is what runs.
+class Tool {
+ public:
+  virtual ~Tool() = default;
+
+  virtual const ToolSpec& spec() const noexcept = 0;
+  virtual Json run(const Json& arguments, RunContext& ctx) const = 0;
+
+  const std::string& name() const noexcept { return spec().name; }
+  const std::string& description() const noexcept { return spec().description; }
+  bool side_effecting() const noexcept { return spec().effects.side_effecting; }
+  bool idempotent() const noexcept { return spec().effects.idempotent; }
+  bool requires_approval() const noexcept { return spec().effects.requires_approval; }
+  // Visible to the model (has a parameters schema).
+  bool advertised() const noexcept { return spec().parameters.has_value(); }
+
+  // The status line for a call with `arguments`: the spec's formatter, or the
+  // tool name when there is none or it throws.
+  std::string format_status(const Json& arguments) const;
+};
+
+using ToolPtr = std::shared_ptr<const Tool>;
+
+}  // namespace agentkit

@@ -1,0 +1,175 @@
+#include <agentkit/json.h>
+
+#include <cmath>
+#include <vector>
+
+#include <agentkit/errors.h>
+#include <agentkit/schema.h>
+
+namespace agentkit {
+namespace {
+
+constexpr std::size_t kPreviewDepth = 3;
+
+void append_preview(const Json& v, std::string& out, std::size_t depth, std::size_t max_chars) {
+  if (out.size() > max_chars) return;
+  switch (v.type()) {
+    case Json::value_t::string: {
+      std::string text = Json(v.get_ref<const std::string&>()).dump(-1, ' ', false, Json::error_handler_t::replace);
+      out += '\'';
+      out.append(text, 1, text.size() - 2);
+      out += '\'';
+      return;
+    }
+    case Json::value_t::array:
+    case Json::value_t::object: {
+      const bool is_object = v.is_object();
+      out += is_object ? '{' : '[';
+      if (depth >= kPreviewDepth) {
+        if (!v.empty()) out += "...";
+      } else {
+        bool first = true;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          if (out.size() > max_chars) break;
+          if (!first) out += ", ";
+          first = false;
+          if (is_object) {
+            append_preview(Json(it.key()), out, depth + 1, max_chars);
+            out += ": ";
+          }
+          append_preview(*it, out, depth + 1, max_chars);
+        }
+      }
+      out += is_object ? '}' : ']';
+      return;
+    }
+    case Json::value_t::number_float: {
+      const double d = v.get<double>();
+      if (!std::isfinite(d)) {
+        out += std::isnan(d) ? "NaN" : (d > 0 ? "Infinity" : "-Infinity");
+        return;
+      }
+      out += v.dump();
+      return;
+    }
+    default:
+      out += v.dump();
+  }
+}
+
+}  // namespace
+
+std::string preview(const Json& value, std::size_t max_chars) {
+  std::string out;
+  append_preview(value, out, 0, max_chars);
+  if (out.size() > max_chars) {
+    out.resize(max_chars);
+    out += "...";
+  }
+  return out;
+}
+
+std::string_view json_type_name(const Json& value) noexcept {
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "boolean";
+    case Json::value_t::string:
+      return "string";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return "integer";
+    case Json::value_t::number_float:
+      return "number";
+    case Json::value_t::array:
+      return "array";
+    case Json::value_t::object:
+      return "object";
+    default:
+      return "binary";
+  }
+}
+
+bool is_valid_utf8(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (static_cast<std::size_t>(end - p) < len) return false;
+    if (p[1] < lo || p[1] > hi) return false;
+    for (std::size_t i = 2; i < len; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+    }
+    p += len;
+  }
+  return true;
+}
+
+std::string canonical_dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+namespace {
+
+struct ParseLimitExceeded {
+  std::string reason;
+};
+
+}  // namespace
+
+Json parse_arguments(std::string_view tool, std::string_view text, const JsonLimits& limits) {
+  const auto reject = [&](std::string reason) -> Json {
+    throw ToolArgumentError(std::string(tool), {}, {}, {{"(arguments)", std::move(reason)}}, {});
+  };
+  if (text.size() > limits.max_bytes) {
+    return reject("arguments are " + std::to_string(text.size()) + " bytes; the limit is " +
+                  std::to_string(limits.max_bytes));
+  }
+  // An empty argument string means "no arguments" (providers send "" for
+  // no-argument tools).
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return Json::object();
+  Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        static_cast<std::size_t>(depth) >= limits.max_depth) {
+      throw ParseLimitExceeded{"arguments are nested deeper than " + std::to_string(limits.max_depth) + " levels"};
+    }
+    if (event == Json::parse_event_t::value && parsed.is_string() &&
+        parsed.get_ref<const std::string&>().size() > limits.max_string_bytes) {
+      throw ParseLimitExceeded{"a string argument is " +
+                               std::to_string(parsed.get_ref<const std::string&>().size()) +
+                               " bytes; the limit is " + std::to_string(limits.max_string_bytes)};
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), check);
+  } catch (const ParseLimitExceeded& e) {
+    return reject(e.reason);
+  } catch (const Json::exception& e) {
+    std::string what = e.what();
+    if (what.size() > 200) what = what.substr(0, 200) + "...";
+    return reject("arguments are not valid JSON: " + what);
+  }
+}
+
+}  // namespace agentkit
