@@ -142,6 +142,12 @@ constexpr std::size_t data_index() {
   }(std::make_index_sequence<I>{});
 }
 
+// True when a callable's data parameters are exactly one described struct.
+template <class Values>
+inline constexpr bool single_described_struct = false;
+template <DescribedStruct S>
+inline constexpr bool single_described_struct<std::tuple<S>> = true;
+
 template <class A>
 constexpr bool valid_arg() {
   if constexpr (is_context_arg<A>) {
@@ -437,7 +443,7 @@ class ToolBuilder {
         "agentkit: tool parameters are immutable: take them by value or const reference (RunContext by reference)");
     constexpr std::size_t kData = std::tuple_size_v<Values>;
     if constexpr (NParams == detail::kUnnamed) {
-      static_assert(kData == 0 || (kData == 1 && DescribedStruct<std::tuple_element_t<0, Values>>),
+      static_assert(kData == 0 || detail::single_described_struct<Values>,
                     "agentkit: name the callable's parameters with .params(\"a\", \"b\", ...), or take a single "
                     "struct with an agentkit::Describe specialization as the whole argument object");
       return std::make_shared<detail::FunctionTool<Fn, false>>(std::forward<F>(f), std::move(draft_));
