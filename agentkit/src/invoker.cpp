@@ -1,0 +1,73 @@
+#include <agentkit/invoker.h>
+
+#include <stdexcept>
+#include <utility>
+
+namespace agentkit {
+
+std::string ToolResult::model_text() const {
+  if (status != Status::ok) return text;
+  if (value.is_string()) return value.get<std::string>();
+  return canonical_dump(value);
+}
+
+std::string_view to_string(ToolResult::Status status) noexcept {
+  switch (status) {
+    case ToolResult::Status::ok:
+      return "ok";
+    case ToolResult::Status::error:
+      return "error";
+    case ToolResult::Status::denied:
+      return "denied";
+    case ToolResult::Status::awaiting_approval:
+      return "awaiting_approval";
+    case ToolResult::Status::outcome_unknown:
+      return "outcome_unknown";
+  }
+  return "unknown";
+}
+
+bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
+  if (request.tool && request.tool->requires_approval()) return true;
+  switch (tier) {
+    case Autonomy::manual:
+      return true;
+    case Autonomy::gated:
+      return request.effectively_side_effecting();
+    case Autonomy::automatic:
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
+  if (needs_approval(request, ctx.autonomy) && !request.approved) return ToolResult::awaiting_approval();
+  if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
+  return ToolResult::ok(request.tool->run(request.arguments, ctx));
+}
+
+}  // namespace
+
+Invoker::Invoker() : Invoker(std::vector<Middleware>{}) {}
+
+// Each Next owns (shared) copies of its layer and of the rest of the chain
+// rather than pointing into the Invoker, so a copy taken by timeout()'s
+// detached thread stays valid even if the Invoker is destroyed first.
+Invoker::Invoker(std::vector<Middleware> chain) : chain_(std::move(chain)) {
+  nexts_.resize(chain_.size() + 1);
+  nexts_.back() = run_tool;
+  for (std::size_t i = chain_.size(); i-- > 0;) {
+    if (!chain_[i]) throw std::invalid_argument("Invoker: middleware #" + std::to_string(i) + " is empty");
+    auto layer = std::make_shared<const Middleware>(chain_[i]);
+    auto rest = std::make_shared<const Next>(nexts_[i + 1]);
+    nexts_[i] = [layer, rest](const ToolRequest& request, RunContext& ctx) { return (*layer)(request, ctx, *rest); };
+  }
+}
+
+ToolResult Invoker::invoke_tool(const ToolRequest& request, RunContext& ctx) const {
+  return nexts_.front()(request, ctx);
+}
+
+}  // namespace agentkit

@@ -1,0 +1,129 @@
+// idempotent() and memoize(): the two layers that may answer a call without
+// running it. Both read effectively_side_effecting() (the tool's declaration
+// ORed with the request's claim) and never cache a failure.
+#include <agentkit/invoker.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace agentkit {
+
+namespace {
+
+constexpr char kSep = '\x1f';
+
+std::string call_key(const ToolRequest& req, const RunContext& ctx) {
+  std::string key = ctx.scope.key();
+  key += kSep;
+  key += req.name;
+  key += kSep;
+  key += canonical_dump(req.arguments);
+  return key;
+}
+
+// At most one execution per key. An entry without a result is in flight;
+// an entry with one holds an ok result. Failed flights are erased, so the
+// next caller (or a waiter) runs the call again.
+struct IdempotencyTable {
+  struct Entry {
+    std::optional<ToolResult> result;
+  };
+  std::mutex mutex;
+  std::condition_variable settled;
+  std::unordered_map<std::string, Entry> entries;
+};
+
+struct MemoTable {
+  struct Entry {
+    ToolResult result;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::mutex mutex;
+  std::unordered_map<std::string, Entry> entries;
+  std::size_t inserts = 0;
+
+  // Drops expired entries now and then so a long-lived cache stays bounded
+  // by what is live, not by everything ever called.
+  void sweep(std::chrono::steady_clock::time_point now) {
+    if (++inserts % 256 != 0) return;
+    std::erase_if(entries, [now](const auto& kv) { return kv.second.expires <= now; });
+  }
+};
+
+}  // namespace
+
+Middleware idempotent() {
+  auto table = std::make_shared<IdempotencyTable>();
+  return [table](const ToolRequest& req, RunContext& ctx, const Next& next) {
+    if (!req.effectively_side_effecting()) return next(req, ctx);
+
+    // Pinned to the run (correlation id): replay never crosses runs.
+    const std::string key = ctx.correlation_id + kSep + call_key(req, ctx);
+    {
+      std::unique_lock lock(table->mutex);
+      for (;;) {
+        auto it = table->entries.find(key);
+        if (it == table->entries.end()) {
+          table->entries.emplace(key, IdempotencyTable::Entry{});
+          break;  // this caller runs the call
+        }
+        if (it->second.result) return *it->second.result;
+        table->settled.wait(lock);
+      }
+    }
+
+    auto settle = [&](const ToolResult* ok) {
+      std::lock_guard lock(table->mutex);
+      if (ok) {
+        table->entries[key].result = *ok;
+      } else {
+        table->entries.erase(key);
+      }
+      table->settled.notify_all();
+    };
+    ToolResult result;
+    try {
+      result = next(req, ctx);
+    } catch (...) {
+      settle(nullptr);
+      throw;
+    }
+    settle(result.is_ok() ? &result : nullptr);
+    return result;
+  };
+}
+
+Middleware memoize(std::chrono::milliseconds ttl) {
+  auto table = std::make_shared<MemoTable>();
+  return [table, ttl](const ToolRequest& req, RunContext& ctx, const Next& next) {
+    // Caching a side effect would report success for an action that never
+    // happened; a missed cache hit only costs a re-execution.
+    if (req.effectively_side_effecting()) return next(req, ctx);
+
+    const std::string key = call_key(req, ctx);
+    {
+      std::lock_guard lock(table->mutex);
+      auto it = table->entries.find(key);
+      if (it != table->entries.end()) {
+        if (std::chrono::steady_clock::now() < it->second.expires) return it->second.result;
+        table->entries.erase(it);
+      }
+    }
+
+    ToolResult result = next(req, ctx);
+    if (result.is_ok()) {
+      const auto now = std::chrono::steady_clock::now();
+      std::lock_guard lock(table->mutex);
+      table->entries.insert_or_assign(key, MemoTable::Entry{result, now + ttl});
+      table->sweep(now);
+    }
+    return result;
+  };
+}
+
+}  // namespace agentkit
