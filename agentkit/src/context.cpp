@@ -1,5 +1,9 @@
 #include <agentkit/context.h>
 
+#include <atomic>
+#include <cstdio>
+#include <random>
+
 namespace agentkit {
 
 std::string Scope::key() const {
@@ -7,6 +11,84 @@ std::string Scope::key() const {
   if (org_id) out += "org" + std::to_string(*org_id);
   if (domain_id) out += (out.empty() ? "" : ":") + ("dom" + std::to_string(*domain_id));
   return out.empty() ? "global" : out;
+}
+
+Budget::Budget(BudgetLimits limits) : limits_(limits), start_(std::chrono::steady_clock::now()) {}
+
+void Budget::charge_tokens(const Usage& usage) noexcept {
+  tokens_.fetch_add(usage.total(), std::memory_order_relaxed);
+}
+
+void Budget::charge_cost(double usd) {
+  std::lock_guard lock(cost_mutex_);
+  cost_usd_ += usd;
+}
+
+double Budget::cost_usd() const {
+  std::lock_guard lock(cost_mutex_);
+  return cost_usd_;
+}
+
+std::chrono::milliseconds Budget::elapsed() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_);
+}
+
+std::optional<std::string> Budget::exhausted(std::int64_t extra_tool_calls) const {
+  if (limits_.model_steps && model_steps() >= *limits_.model_steps) {
+    return "model_steps limit " + std::to_string(*limits_.model_steps) + " reached";
+  }
+  if (limits_.tool_calls && tool_calls() + extra_tool_calls > *limits_.tool_calls) {
+    return "tool_calls limit " + std::to_string(*limits_.tool_calls) + " reached";
+  }
+  if (limits_.tokens && tokens() >= *limits_.tokens) {
+    return "tokens limit " + std::to_string(*limits_.tokens) + " reached";
+  }
+  if (limits_.cost_usd && cost_usd() >= *limits_.cost_usd) return "cost limit reached";
+  if (limits_.wall_time && elapsed() >= *limits_.wall_time) {
+    return "wall_time limit " + std::to_string(limits_.wall_time->count()) + " ms reached";
+  }
+  return std::nullopt;
+}
+
+void EventQueue::push(Event e) {
+  std::lock_guard lock(mutex_);
+  events_.push_back(std::move(e));
+}
+
+std::vector<Event> EventQueue::drain() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(events_, {});
+}
+
+RunContext RunContext::child() const {
+  if (depth + 1 > max_depth) {
+    throw DepthLimitExceeded("depth limit " + std::to_string(max_depth) + " reached: a sub-run at depth " +
+                             std::to_string(depth + 1) + " was refused");
+  }
+  RunContext c = *this;
+  c.depth = depth + 1;
+  c.parent_span_id = span_id;
+  c.span_id = new_id("span");
+  return c;
+}
+
+void RunContext::emit(Event event) const {
+  if (events) {
+    events->push(std::move(event));
+  } else if (observer) {
+    observer->on_event(event);
+  }
+}
+
+std::string RunContext::new_id(std::string_view prefix) {
+  // Per-process random prefix + counter: unique, cheap, no shared mutable
+  // state beyond one atomic.
+  static const std::uint64_t salt = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
+  static std::atomic<std::uint64_t> counter{0};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "_%08llx%06llx", static_cast<unsigned long long>(salt & 0xffffffffu),
+                static_cast<unsigned long long>(counter.fetch_add(1, std::memory_order_relaxed)));
+  return std::string(prefix) + buf;
 }
 
 }  // namespace agentkit

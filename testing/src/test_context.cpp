@@ -2,6 +2,19 @@
 
 namespace agentkit::testing {
 
-RunContext make_test_ctx(TestContextOptions options) { return RunContext(std::move(options.scope)); }
+RunContext make_test_ctx(TestContextOptions options) {
+  RunContext ctx(std::move(options.scope));
+  ctx.autonomy = options.autonomy;
+  ctx.budget = std::make_shared<Budget>(options.budget);
+  ctx.executor = std::move(options.executor);
+  ctx.observer = std::move(options.observer);
+  ctx.max_depth = options.max_depth;
+  ctx.invoker = std::make_shared<const Invoker>(options.tool_middleware ? std::move(*options.tool_middleware)
+                                                                        : default_middleware());
+  if (auto llm = std::move(options.llm)) {
+    ctx.models = [llm](std::string_view) { return llm; };
+  }
+  return ctx;
+}
 
 }  // namespace agentkit::testing

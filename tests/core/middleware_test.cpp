@@ -14,11 +14,6 @@
 #include <variant>
 #include <vector>
 
-// The core library links spdlog's compiled build; match it so the logger
-// objects made here are the ones it expects.
-#ifndef SPDLOG_COMPILED_LIB
-#define SPDLOG_COMPILED_LIB 1
-#endif
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 

@@ -1,16 +1,28 @@
 #pragma once
-// make_test_ctx: a RunContext for tests and examples, with nothing ambient
-// but what you pass.
+// make_test_ctx: a ready RunContext for tests and examples.
+#include <memory>
+#include <optional>
+#include <vector>
+
 #include <agentkit/context.h>
+#include <agentkit/invoker.h>
 
 namespace agentkit::testing {
 
 struct TestContextOptions {
+  std::shared_ptr<Model> llm;                         // answers every model name
   Scope scope;
+  Autonomy autonomy = Autonomy::automatic;
+  std::optional<std::vector<Middleware>> tool_middleware;  // the whole chain; default_middleware() when unset
+  BudgetLimits budget;
+  std::shared_ptr<Executor> executor;                 // inline when null
+  std::shared_ptr<Observer> observer;
+  int max_depth = 5;
 };
 
 // Example:
-//   auto ctx = agentkit::testing::make_test_ctx({.scope = {.org_id = 7, .domain_id = 1}});
+//   auto llm = FakeLLM::script({...});
+//   auto ctx = agentkit::testing::make_test_ctx({.llm = llm, .scope = {.org_id = 7, .domain_id = 1}});
 RunContext make_test_ctx(TestContextOptions options = {});
 
 }  // namespace agentkit::testing

@@ -1,0 +1,63 @@
+#pragma once
+// Typed events a run emits. Hosts receive them through an Observer (blocking
+// `run`) or drain them from a RunHandle on their own thread.
+#include <chrono>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <agentkit/messages.h>
+
+namespace agentkit {
+
+struct ModelCallStarted {
+  int iteration = 0;
+};
+struct ModelCallFinished {
+  int iteration = 0;
+  Usage usage;
+  std::string finish_reason;
+};
+struct ToolCallStarted {
+  ToolCall call;
+  std::string status;  // the tool's status line
+};
+struct ToolCallFinished {
+  ToolCall call;
+  std::string outcome;  // ok, error, denied, awaiting_approval, outcome_unknown
+  std::string text;     // what the model sees
+  std::chrono::microseconds duration{0};
+};
+// A span around one tool call, emitted by the tracing() middleware.
+struct ToolSpan {
+  std::string span_id;
+  std::string parent_span_id;
+  std::string tool;
+  std::string call_id;
+  std::string outcome;
+  std::chrono::microseconds duration{0};
+};
+struct RunSuspended {
+  std::vector<ToolCall> pending;
+};
+struct RunFinished {
+  std::string stop_reason;
+  std::string output;
+};
+// A progress note from a tool (`ctx.emit(Progress{...})`).
+struct Progress {
+  std::string message;
+};
+
+using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
+                           RunSuspended, RunFinished, Progress>;
+
+// Receives events. Every method defaults to a no-op; override what you need.
+// Called on the thread that drives the run (the host's thread for handles).
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_event(const Event&) {}
+};
+
+}  // namespace agentkit

@@ -1,0 +1,156 @@
+#pragma once
+// Every tool call passes through the invoker's middleware chain; only the end
+// of the chain calls Tool::run.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <agentkit/context.h>
+#include <agentkit/tool.h>
+
+namespace agentkit {
+
+// A request to run one tool call.
+struct ToolRequest {
+  std::string call_id;
+  std::string name;
+  Json arguments = Json::object();
+  ToolPtr tool;
+  // The request's own claim; the tool's declaration wins when either says so.
+  bool side_effecting = false;
+  // A human approved this exact call (set when resuming with a decision).
+  bool approved = false;
+  int attempt = 1;
+
+  bool effectively_side_effecting() const noexcept { return side_effecting || (tool && tool->side_effecting()); }
+  bool effectively_idempotent() const noexcept { return tool && tool->idempotent(); }
+};
+
+// The outcome of one call, as the loop and the model see it.
+struct ToolResult {
+  enum class Status {
+    ok,                 // value holds the result
+    error,              // text is a model-visible error (is_error on the wire)
+    denied,             // refused by policy or a human; text says why
+    awaiting_approval,  // needs a decision first; the tool did not run
+    outcome_unknown,    // a side-effecting call that may or may not have happened
+  };
+
+  Status status = Status::ok;
+  Json value;
+  std::string text;        // model-visible text for non-ok results
+  bool retryable = false;  // an error that a retry may fix
+
+  static ToolResult ok(Json value) { return {Status::ok, std::move(value), {}, false}; }
+  static ToolResult error(std::string text, bool retryable = false) { return {Status::error, {}, std::move(text), retryable}; }
+  static ToolResult denied(std::string text) { return {Status::denied, {}, std::move(text), false}; }
+  static ToolResult awaiting_approval() { return {Status::awaiting_approval, {}, "awaiting approval", false}; }
+  static ToolResult outcome_unknown(std::string text) { return {Status::outcome_unknown, {}, std::move(text), false}; }
+
+  bool is_ok() const noexcept { return status == Status::ok; }
+  // What goes back to the model: the value (strings verbatim, other JSON
+  // dumped) or the text.
+  std::string model_text() const;
+};
+
+std::string_view to_string(ToolResult::Status status) noexcept;
+
+// The rest of the chain. Passed by const&; a middleware MUST NOT store it.
+using Next = std::function<ToolResult(const ToolRequest&, RunContext&)>;
+// One layer: may call next zero times (deny), once, or several times (retry).
+using Middleware = std::function<ToolResult(const ToolRequest&, RunContext&, const Next&)>;
+
+// Thrown by a tool to say "this failed, and trying again may succeed".
+class RetryableToolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Whether a call must pause for a human decision under `tier`.
+bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept;
+
+// An ordered middleware chain ending in Tool::run. The first middleware is
+// the outermost. The chain is composed once, at construction.
+//
+// The end of the chain enforces approval itself: a call that needs approval
+// under ctx.autonomy and is not `approved` returns awaiting_approval without
+// running, whatever the middleware. A Tool::run that returns normally is
+// `ok`; exceptions propagate to the middleware (see error_boundary()).
+//
+// Example:
+//   auto invoker = std::make_shared<agentkit::Invoker>(std::vector<agentkit::Middleware>{
+//       agentkit::error_boundary(), agentkit::tracing(), agentkit::idempotent(),
+//       [](const ToolRequest& req, RunContext& ctx, const Next& next) {
+//         if (req.name == "shell") return ToolResult::denied("blocked by policy");
+//         return next(req, ctx);
+//       }});
+class Invoker {
+ public:
+  Invoker();
+  explicit Invoker(std::vector<Middleware> chain);
+  Invoker(const Invoker&) = delete;
+  Invoker& operator=(const Invoker&) = delete;
+
+  ToolResult invoke_tool(const ToolRequest& request, RunContext& ctx) const;
+  std::size_t size() const noexcept { return chain_.size(); }
+
+ private:
+  std::vector<Middleware> chain_;
+  std::vector<Next> nexts_;  // nexts_[i] enters layer i; the last is the tool
+};
+
+// ---------------------------------------------------------------- middleware
+
+// A span per call (tool, call id, outcome, duration) emitted as a ToolSpan event.
+Middleware tracing();
+// Counts calls and durations against ctx.budget. This is what charges tool
+// calls to the budget (the run loop checks the budget before each batch), so
+// a chain without it leaves the tool_calls limit unenforced.
+Middleware metering();
+// Refuses calls a policy rejects: return a reason to deny, nullopt to allow.
+using EgressPolicy = std::function<std::optional<std::string>(const ToolRequest&)>;
+Middleware egress(EgressPolicy policy);
+// Denies calls to the listed tools or to tools carrying any listed tag.
+EgressPolicy deny_tools(std::vector<std::string> names, std::vector<std::string> tags = {});
+// At-most-once for side-effecting calls within a run: keyed by (correlation
+// id, scope, tool, canonical arguments); concurrent duplicates wait for the
+// first; failures are never cached. Read-only calls pass through.
+Middleware idempotent();
+// Caches read-only calls for `ttl`; side-effecting calls always pass through.
+Middleware memoize(std::chrono::milliseconds ttl = std::chrono::minutes(5));
+// One audit record per call: the authorised arguments and the outcome.
+struct AuditRecord {
+  std::string correlation_id;
+  std::string scope;
+  std::string tool;
+  std::string call_id;
+  Json arguments;
+  std::string outcome;
+  std::string text;
+};
+Middleware audit(std::function<void(const AuditRecord&)> sink);
+// Retries retryable failures (RetryableToolError or a retryable error result)
+// of read-only or idempotent tools, with exponential backoff and full jitter.
+// A side-effecting, non-idempotent call is never re-run.
+struct RetryPolicy {
+  int max_attempts = 3;
+  std::chrono::milliseconds base_delay{100};
+  std::chrono::milliseconds max_delay{5000};
+};
+Middleware retry(RetryPolicy policy = {});
+// Bounds a call's wall time. A timed-out read-only call is an error; a
+// timed-out side-effecting call is outcome_unknown and never retried.
+Middleware timeout(std::chrono::milliseconds limit);
+// Turns any exception into a model-visible "Tool failed: ..." result and logs
+// the full error to ctx.logger (or spdlog's default logger).
+Middleware error_boundary();
+// Logs each call's tool, call id, outcome and duration at debug level.
+Middleware logging();
+
+// The chain agentkit uses when a context has no invoker:
+// error_boundary, tracing, metering, idempotent, retry.
+std::vector<Middleware> default_middleware();
+
+}  // namespace agentkit

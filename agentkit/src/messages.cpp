@@ -1,0 +1,86 @@
+#include <agentkit/messages.h>
+
+#include <stdexcept>
+
+namespace agentkit {
+
+std::string_view to_string(Role role) noexcept {
+  switch (role) {
+    case Role::system:
+      return "system";
+    case Role::user:
+      return "user";
+    case Role::assistant:
+      return "assistant";
+    case Role::tool:
+      return "tool";
+  }
+  return "user";
+}
+
+Json to_json(const ToolCall& call) {
+  Json j = {{"id", call.id}, {"name", call.name}, {"arguments", call.arguments}};
+  if (!call.arguments_text.empty()) j["arguments_text"] = call.arguments_text;
+  return j;
+}
+
+Json to_json(const Message& m) {
+  Json j = {{"role", to_string(m.role)}, {"content", m.content}};
+  if (!m.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const auto& c : m.tool_calls) calls.push_back(to_json(c));
+    j["tool_calls"] = std::move(calls);
+  }
+  if (m.role == Role::tool) {
+    j["tool_call_id"] = m.tool_call_id;
+    j["tool_name"] = m.tool_name;
+    j["is_error"] = m.is_error;
+  }
+  return j;
+}
+
+Json to_json(const Usage& u) {
+  return {{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}, {"cached_tokens", u.cached_tokens}};
+}
+
+ToolCall tool_call_from_json(const Json& j) {
+  if (!j.is_object()) throw std::invalid_argument("tool call: expected an object");
+  ToolCall c;
+  c.id = j.at("id").get<std::string>();
+  c.name = j.at("name").get<std::string>();
+  c.arguments = j.value("arguments", Json::object());
+  c.arguments_text = j.value("arguments_text", std::string());
+  return c;
+}
+
+Message message_from_json(const Json& j) {
+  if (!j.is_object()) throw std::invalid_argument("message: expected an object");
+  Message m;
+  const auto role = j.at("role").get<std::string>();
+  if (role == "system") {
+    m.role = Role::system;
+  } else if (role == "user") {
+    m.role = Role::user;
+  } else if (role == "assistant") {
+    m.role = Role::assistant;
+  } else if (role == "tool") {
+    m.role = Role::tool;
+  } else {
+    throw std::invalid_argument("message: unknown role '" + role + "'");
+  }
+  m.content = j.value("content", std::string());
+  if (j.contains("tool_calls")) {
+    for (const auto& c : j.at("tool_calls")) m.tool_calls.push_back(tool_call_from_json(c));
+  }
+  m.tool_call_id = j.value("tool_call_id", std::string());
+  m.tool_name = j.value("tool_name", std::string());
+  m.is_error = j.value("is_error", false);
+  return m;
+}
+
+Usage usage_from_json(const Json& j) {
+  return {j.value("input_tokens", std::int64_t{0}), j.value("output_tokens", std::int64_t{0}),
+          j.value("cached_tokens", std::int64_t{0})};
+}
+
+}  // namespace agentkit

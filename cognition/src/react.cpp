@@ -1,0 +1,454 @@
+#include <agentkit/cognition/react.h>
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <set>
+
+#include <agentkit/errors.h>
+#include <agentkit/executor.h>
+#include <agentkit/invoker.h>
+
+namespace agentkit::cognition {
+namespace {
+
+// Completion signal for work running on the executor.
+struct Pending {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int outstanding = 0;
+
+  void add(int n) {
+    std::lock_guard lock(mutex);
+    outstanding += n;
+  }
+  void finish_one() {
+    {
+      std::lock_guard lock(mutex);
+      --outstanding;
+    }
+    cv.notify_all();
+  }
+  bool idle() {
+    std::lock_guard lock(mutex);
+    return outstanding == 0;
+  }
+  void wait_idle() {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return outstanding == 0; });
+  }
+};
+
+struct ModelSlot {
+  // Owned copies for calls that may outlive the driver on a worker thread.
+  std::vector<Message> messages;
+  std::vector<const ToolSpec*> tools;
+  ModelResponse response;
+  std::exception_ptr error;
+};
+
+struct CallSlot {
+  ToolRequest request;
+  ToolResult result;
+};
+
+std::string tool_failure_text(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const ToolArgumentError& ex) {
+    return ex.what();
+  } catch (const std::exception& ex) {
+    return std::string("Tool failed: ") + ex.what();
+  } catch (...) {
+    return "Tool failed: unknown error";
+  }
+}
+
+// The answer text as JSON: the whole text, or the body of a ```json fence.
+std::optional<Json> answer_json(const std::string& text) {
+  std::string_view body = text;
+  if (auto open = body.find("```"); open != std::string_view::npos) {
+    auto start = body.find('\n', open);
+    auto close = body.rfind("```");
+    if (start != std::string_view::npos && close > start) body = body.substr(start + 1, close - start - 1);
+  }
+  try {
+    return parse_arguments("output", body);
+  } catch (const ToolArgumentError&) {
+    return std::nullopt;
+  }
+}
+
+class ReActDriver final : public RunHandle::Driver {
+ public:
+  ReActDriver(const Agent& agent, const ReActCognition& cognition, RunState state, Decisions decisions, RunContext ctx)
+      : agent_(agent), cognition_(cognition), st_(std::move(state)), ctx_(std::move(ctx)) {
+    if (st_.run_id.empty()) st_.run_id = RunContext::new_id("run");
+    st_.agent = agent_.name();
+    ctx_.correlation_id = st_.run_id;
+    if (ctx_.span_id.empty()) ctx_.span_id = RunContext::new_id("span");
+    ctx_.events = events_;
+    if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
+    specs_ = cognition_.tools().schemas();
+    if (ctx_.models) model_ = ctx_.models(agent_.model());
+    if (st_.phase == Phase::suspended) apply_decisions(decisions);
+  }
+
+  ~ReActDriver() override {
+    // Work on the executor holds its own shared state; nothing to join. A
+    // cancelled run's late results are dropped.
+  }
+
+  bool poll() override {
+    if (done_) return true;
+    step();
+    return done_;
+  }
+
+  void wait() override {
+    if (pending_) pending_->wait_idle();
+  }
+
+  bool done() const override { return done_; }
+  const RunResult& result() const override { return result_; }
+  std::vector<Event> drain_events() override { return events_->drain(); }
+  void cancel() override { ctx_.cancellation.cancel(); }
+
+ private:
+  void step() {
+    if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
+    switch (st_.phase) {
+      case Phase::ask_model:
+        return model_slot_ ? collect_model() : ask_model();
+      case Phase::act:
+        return calls_ ? collect_calls() : start_batch();
+      case Phase::suspended:
+        return finish(StopReason::suspended, {});
+      case Phase::done:
+        return finish(st_.stop_reason, st_.error);
+    }
+  }
+
+  bool busy() const { return pending_ && !pending_->idle(); }
+
+  // The context handed to work on the executor. It does not own the
+  // executor: work must never hold the last reference to the pool running it
+  // (its destructor would join its own thread). Sub-runs started from a
+  // worker run inline on that worker.
+  RunContext worker_context() const {
+    RunContext ctx = ctx_;
+    ctx.executor = nullptr;
+    return ctx;
+  }
+
+  // ------------------------------------------------------------ model
+
+  void ask_model() {
+    if (!model_) return finish(StopReason::failed, "no model for '" + agent_.model() + "': the context has no model resolver or it returned null");
+    if (auto why = ctx_.budget->exhausted()) return finish(StopReason::budget_exhausted, *why);
+    if (st_.iterations >= agent_.options().max_iterations) {
+      return finish(StopReason::max_iterations,
+                    "max_iterations (" + std::to_string(agent_.options().max_iterations) + ") reached");
+    }
+    if (st_.history.empty()) st_.history.push_back(Message::user(st_.task));
+    ctx_.budget->charge_model_step();
+    ctx_.emit(ModelCallStarted{st_.iterations + 1});
+    model_slot_ = std::make_shared<ModelSlot>();
+    auto executor = ctx_.executor;
+    const Schema* output_schema = agent_.options().output ? &agent_.options().output->schema : nullptr;
+    if (!executor || executor->inline_execution()) {
+      // Same thread: the request views the run's own history, no copies.
+      ModelRequest request{agent_.model(), agent_.prompt(), st_.history, specs_, output_schema};
+      try {
+        model_slot_->response = model_->complete(request, ctx_);
+      } catch (...) {
+        model_slot_->error = std::current_exception();
+      }
+      return;
+    }
+    model_slot_->messages = st_.history;
+    model_slot_->tools = specs_;
+    pending_ = std::make_shared<Pending>();
+    pending_->add(1);
+    executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
+                      name = agent_.model(), prompt = agent_.prompt(), output_schema]() mutable {
+      ModelRequest request{name, prompt, slot->messages, slot->tools, output_schema};
+      try {
+        slot->response = model->complete(request, ctx);
+      } catch (...) {
+        slot->error = std::current_exception();
+      }
+      pending->finish_one();
+    });
+  }
+
+  void collect_model() {
+    if (busy()) return;
+    auto slot = std::exchange(model_slot_, nullptr);
+    if (slot->error) {
+      std::string why;
+      try {
+        std::rethrow_exception(slot->error);
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+        why = "unknown error";
+      }
+      return finish(StopReason::failed, "model call failed: " + why);
+    }
+    ModelResponse& response = slot->response;
+    ++st_.iterations;
+    st_.usage += response.usage;
+    ctx_.budget->charge_tokens(response.usage);
+    ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
+    Message message = std::move(response.message);
+    message.role = Role::assistant;
+    if (message.tool_calls.empty()) return on_answer(std::move(message));
+    on_tool_calls(std::move(message));
+  }
+
+  void on_answer(Message message) {
+    const auto& output = agent_.options().output;
+    if (!output) {
+      st_.output = message.content;
+      st_.history.push_back(std::move(message));
+      return finish(StopReason::answered, {});
+    }
+    DecodeState st;
+    std::optional<Json> value = answer_json(message.content);
+    if (value && output->validate(*value, st)) {
+      st_.output = message.content;
+      structured_ = std::move(*value);
+      st_.history.push_back(std::move(message));
+      return finish(StopReason::answered, {});
+    }
+    std::string problems;
+    if (!value) problems = "the answer is not JSON";
+    for (const auto& bad : st.invalid) problems += (problems.empty() ? "" : "; ") + bad.name + ": " + bad.reason;
+    for (const auto& m : st.missing) problems += (problems.empty() ? "" : "; ") + ("missing field '" + m + "'");
+    for (const auto& u : st.unexpected) problems += (problems.empty() ? "" : "; ") + ("unexpected field '" + u + "'");
+    st_.history.push_back(std::move(message));
+    st_.history.push_back(Message::user("Your final answer did not match the required output type " +
+                                        output->type_name + ": " + problems + ". Reply again with only JSON matching " +
+                                        output->schema.dump()));
+    if (++st_.repairs > agent_.options().max_repairs) {
+      return finish(StopReason::failed, "the final answer did not match " + output->type_name + ": " + problems);
+    }
+  }
+
+  void on_tool_calls(Message message) {
+    const std::size_t n = message.tool_calls.size();
+    st_.outcomes.assign(n, std::nullopt);
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < n; ++i) {
+      ToolCall& call = message.tool_calls[i];
+      std::string problem;
+      if (call.id.empty()) call.id = RunContext::new_id("call");
+      if (call.arguments.is_null()) call.arguments = Json::object();  // "no arguments"
+      if (!seen.insert(call.id).second) {
+        const std::string original = call.id;
+        call.id = RunContext::new_id(original + "_dup");
+        seen.insert(call.id);
+        problem = "duplicate tool call id '" + original + "' in one turn; this call was not run. Issue each call with a distinct id.";
+      } else if (call.name.empty()) {
+        problem = "tool call has an empty name; advertised tools: " + quoted_list(advertised_names());
+      } else if (!cognition_.tools().find(call.name)) {
+        problem = "unknown tool '" + call.name + "'. Advertised tools: " + quoted_list(advertised_names());
+      } else if (!call.arguments_text.empty()) {
+        try {
+          call.arguments = parse_arguments(call.name, call.arguments_text);
+          call.arguments_text.clear();
+        } catch (const ToolArgumentError& e) {
+          problem = e.what();
+        }
+      }
+      if (!problem.empty()) st_.outcomes[i] = CallOutcome{problem, true, "error"};
+    }
+    st_.batch = message.tool_calls;
+    st_.history.push_back(std::move(message));
+    st_.phase = Phase::act;
+  }
+
+  std::vector<std::string> advertised_names() const {
+    std::vector<std::string> names;
+    for (const ToolSpec* spec : specs_) names.push_back(spec->name);
+    return names;
+  }
+
+  // ------------------------------------------------------------ tools
+
+  void start_batch() {
+    std::vector<std::size_t> to_run;
+    for (std::size_t i = 0; i < st_.batch.size(); ++i) {
+      if (!st_.outcomes[i]) to_run.push_back(i);
+    }
+    if (auto why = ctx_.budget->exhausted(static_cast<std::int64_t>(to_run.size()))) {
+      return finish(StopReason::budget_exhausted, *why);
+    }
+    calls_ = std::make_shared<std::vector<CallSlot>>(to_run.size());
+    call_index_ = to_run;
+    for (std::size_t k = 0; k < to_run.size(); ++k) {
+      const ToolCall& call = st_.batch[to_run[k]];
+      ToolPtr tool = cognition_.tools().find(call.name);
+      auto& slot = (*calls_)[k];
+      slot.request.call_id = call.id;
+      slot.request.name = call.name;
+      slot.request.arguments = call.arguments;
+      slot.request.tool = tool;
+      slot.request.side_effecting = tool && tool->side_effecting();
+      slot.request.approved = approved_.contains(call.id);
+      ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
+    }
+    auto executor = ctx_.executor;
+    if (!executor || executor->inline_execution()) {
+      for (auto& slot : *calls_) run_call(slot, ctx_);
+      return;
+    }
+    pending_ = std::make_shared<Pending>();
+    pending_->add(static_cast<int>(to_run.size()));
+    for (std::size_t k = 0; k < to_run.size(); ++k) {
+      executor->submit([calls = calls_, k, pending = pending_, ctx = worker_context()]() mutable {
+        run_call((*calls)[k], ctx);
+        pending->finish_one();
+      });
+    }
+  }
+
+  static void run_call(CallSlot& slot, RunContext& ctx) {
+    try {
+      slot.result = ctx.invoker->invoke_tool(slot.request, ctx);
+    } catch (...) {
+      slot.result = ToolResult::error(tool_failure_text(std::current_exception()));
+    }
+  }
+
+  void collect_calls() {
+    if (busy()) return;
+    auto calls = std::exchange(calls_, nullptr);
+    bool bad_call = false;
+    for (std::size_t k = 0; k < calls->size(); ++k) {
+      const std::size_t i = call_index_[k];
+      const ToolResult& r = (*calls)[k].result;
+      const ToolCall& call = st_.batch[i];
+      if (r.status == ToolResult::Status::awaiting_approval) {
+        st_.pending.push_back(call.id);
+      } else {
+        st_.outcomes[i] = CallOutcome{r.model_text(), !r.is_ok(), std::string(to_string(r.status))};
+      }
+      ctx_.emit(ToolCallFinished{call, std::string(to_string(r.status)), r.model_text(), {}});
+    }
+    for (const auto& outcome : st_.outcomes) bad_call = bad_call || (outcome && outcome->outcome == "error");
+    if (!st_.pending.empty()) {
+      st_.phase = Phase::suspended;
+      return finish(StopReason::suspended, {});
+    }
+    st_.repairs = bad_call ? st_.repairs + 1 : 0;
+    append_results();
+    if (st_.repairs > agent_.options().max_repairs) {
+      return finish(StopReason::failed, "the model made bad tool calls in " + std::to_string(st_.repairs) +
+                                            " consecutive turns (max_repairs " +
+                                            std::to_string(agent_.options().max_repairs) + ")");
+    }
+    st_.phase = Phase::ask_model;
+  }
+
+  // Tool results in call order, so the history is valid on the wire.
+  void append_results() {
+    for (std::size_t i = 0; i < st_.batch.size(); ++i) {
+      const ToolCall& call = st_.batch[i];
+      const auto& outcome = st_.outcomes[i];
+      st_.history.push_back(Message::tool_result(call.id, call.name, outcome->text, outcome->is_error));
+    }
+    st_.batch.clear();
+    st_.outcomes.clear();
+  }
+
+  void apply_decisions(const Decisions& decisions) {
+    for (const std::string& id : st_.pending) {
+      std::size_t i = 0;
+      while (i < st_.batch.size() && st_.batch[i].id != id) ++i;
+      if (i == st_.batch.size()) continue;
+      auto it = decisions.find(id);
+      const ToolCall& call = st_.batch[i];
+      if (it == decisions.end() || it->second.kind == Decision::Kind::reject) {
+        std::string text = "A human reviewer rejected the call to '" + call.name + "'; it did not run.";
+        if (it != decisions.end() && !it->second.message.empty()) text += " Reason: " + it->second.message;
+        st_.outcomes[i] = CallOutcome{text, true, "denied"};
+        continue;
+      }
+      if (it->second.kind == Decision::Kind::edit) st_.batch[i].arguments = it->second.arguments;
+      approved_.insert(id);
+    }
+    st_.pending.clear();
+    st_.phase = Phase::act;
+  }
+
+  // ------------------------------------------------------------ end
+
+  void finish(StopReason reason, std::string error) {
+    if (done_) return;
+    if (reason != StopReason::suspended && !st_.batch.empty()) {
+      // A stop mid-batch: every call still gets a result, so the history
+      // stays valid on the wire and nothing is re-run later.
+      for (auto& outcome : st_.outcomes) {
+        if (!outcome) outcome = CallOutcome{"Not run: the run stopped (" + std::string(to_string(reason)) + ") before this call.", true, "interrupted"};
+      }
+      append_results();
+    }
+    if (reason != StopReason::suspended) st_.phase = Phase::done;
+    st_.stop_reason = reason;
+    st_.error = error;
+    if (reason != StopReason::answered && st_.output.empty()) {
+      for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
+        if (it->role == Role::assistant && !it->content.empty()) {
+          st_.output = it->content;
+          break;
+        }
+      }
+    }
+    result_.stop_reason = reason;
+    result_.output = st_.output;
+    result_.structured = structured_;
+    result_.error = std::move(error);
+    result_.usage = st_.usage;
+    result_.iterations = st_.iterations;
+    if (reason == StopReason::suspended) {
+      Suspended s;
+      for (const auto& id : st_.pending) {
+        for (const auto& call : st_.batch) {
+          if (call.id == id) s.pending.push_back(call);
+        }
+      }
+      ctx_.emit(RunSuspended{s.pending});
+      result_.suspended = std::move(s);
+    }
+    ctx_.emit(RunFinished{std::string(to_string(reason)), result_.output});
+    result_.state = std::move(st_);  // the driver is done with it; no second copy of the history
+    done_ = true;
+  }
+
+  const Agent& agent_;
+  const ReActCognition& cognition_;
+  RunState st_;
+  RunContext ctx_;
+  std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
+  std::shared_ptr<Model> model_;
+  std::vector<const ToolSpec*> specs_;
+  std::set<std::string> approved_;
+  std::shared_ptr<Pending> pending_;
+  std::shared_ptr<ModelSlot> model_slot_;
+  std::shared_ptr<std::vector<CallSlot>> calls_;
+  std::vector<std::size_t> call_index_;
+  Json structured_;
+  RunResult result_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<RunHandle::Driver> ReActCognition::drive(const Agent& agent, RunState state, Decisions decisions,
+                                                         RunContext ctx) const {
+  return std::make_unique<ReActDriver>(agent, *this, std::move(state), std::move(decisions), std::move(ctx));
+}
+
+}  // namespace agentkit::cognition

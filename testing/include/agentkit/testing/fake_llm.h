@@ -1,0 +1,65 @@
+#pragma once
+// FakeLLM: a scripted model for offline tests. It plays its turns in order,
+// records every request, and fails loudly, naming the call number, when the
+// script runs out.
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <agentkit/model.h>
+
+namespace agentkit::testing {
+
+// One scripted model turn: text, tool calls, or both.
+struct Turn {
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+  Usage usage{10, 5, 0};
+  std::string finish_reason;  // empty: "tool_calls" when calls are present, else "stop"
+  std::string throws;         // non-empty: the call throws std::runtime_error(throws)
+};
+
+// Thrown when the model is called more times than its script has turns.
+class ScriptExhausted : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// Example:
+//   auto llm = agentkit::testing::FakeLLM::script({
+//       Turn{.tool_calls = {{"c1", "city_population", {{"city", "Lisbon"}}}}},
+//       Turn{.content = "Lisbon has about 545,000 residents."}});
+class FakeLLM final : public Model {
+ public:
+  // One request as the model saw it.
+  struct Request {
+    std::string model;
+    std::string system;
+    std::vector<Message> messages;
+    std::vector<std::string> tools;  // advertised tool names, in order
+  };
+
+  FakeLLM() = default;
+  explicit FakeLLM(std::vector<Turn> turns) : turns_(std::move(turns)) {}
+  static std::shared_ptr<FakeLLM> script(std::vector<Turn> turns) { return std::make_shared<FakeLLM>(std::move(turns)); }
+
+  ModelResponse complete(const ModelRequest& request, RunContext& ctx) override;
+
+  std::vector<Request> requests() const;
+  std::size_t calls() const;
+  std::size_t remaining() const;
+  // Recording copies each request's history; benchmarks turn it off.
+  void record_requests(bool on);
+  // Replays the script from the start (benchmarks reuse one script).
+  void rewind();
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Turn> turns_;
+  std::size_t next_ = 0;
+  bool record_ = true;
+  std::vector<Request> requests_;
+};
+
+}  // namespace agentkit::testing

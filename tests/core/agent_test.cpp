@@ -1,0 +1,410 @@
+// Agent + ReActCognition + FakeLLM: the agent-level examples of spec 000 and
+// the run engine's contracts (suspension, resume, limits, repair turns).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
+#include <agentkit/executor.h>
+#include <agentkit/function_tool.h>
+#include <agentkit/testing/fake_llm.h>
+#include <agentkit/testing/test_context.h>
+
+using agentkit::Agent;
+using agentkit::Decision;
+using agentkit::Json;
+using agentkit::StopReason;
+using agentkit::ToolCall;
+using agentkit::cognition::react;
+using agentkit::testing::FakeLLM;
+using agentkit::testing::make_test_ctx;
+using agentkit::testing::Turn;
+
+namespace {
+
+agentkit::ToolPtr city_population() {
+  return agentkit::tool("city_population")
+      .doc("Look up the most recent census population for a named city.")
+      .side_effecting(false)
+      .idempotent()
+      .params("city")
+      .fn([](const std::string& city) { return city == "Lisbon" ? 545000 : 0; });
+}
+
+struct Refunds {
+  std::atomic<int> executed{0};
+  agentkit::ToolPtr tool(bool requires_approval = true) {
+    auto builder = agentkit::tool("refund")
+                       .doc("Issue a refund against a customer order and return the confirmation id.")
+                       .side_effecting(true);
+    if (requires_approval) builder = std::move(builder).requires_approval();
+    return std::move(builder).params("order_id", "amount_usd").fn([this](const std::string& id, double amount) {
+      ++executed;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "refunded %.1f on %s", amount, id.c_str());
+      return std::string(buf);
+    });
+  }
+};
+
+ToolCall call(std::string id, std::string name, Json args) { return ToolCall{std::move(id), std::move(name), std::move(args), {}}; }
+
+}  // namespace
+
+TEST_CASE("Lisbon: a ReAct run with one tool call, then the answer", "[agent][spec]") {
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}},
+      Turn{.content = "Lisbon has about 545,000 residents."},
+  });
+  Agent agent("atlas", "fake", "You answer questions about cities.", react({city_population()}));
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = agent.run("How big is Lisbon?", ctx);
+  CHECK(result.stop_reason == StopReason::answered);
+  CHECK(result.output == "Lisbon has about 545,000 residents.");
+  CHECK(result.iterations == 2);
+  CHECK(result.usage.input_tokens == 20);
+
+  auto requests = llm->requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].system == "You answer questions about cities.");
+  CHECK(requests[0].tools == std::vector<std::string>{"city_population"});
+  REQUIRE(requests[1].messages.size() == 3);
+  CHECK(requests[1].messages[2].role == agentkit::Role::tool);
+  CHECK(requests[1].messages[2].content == "545000");
+  CHECK(requests[1].messages[2].tool_call_id == "c1");
+}
+
+TEST_CASE("FakeLLM fails loudly, naming the call number, when the script runs out", "[agent][fake]") {
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "city_population", {{"city", "Porto"}})}}});
+  Agent agent("atlas", "fake", "You answer questions about cities.", react({city_population()}));
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = agent.run("How big is Porto?", ctx);
+  CHECK(result.stop_reason == StopReason::failed);
+  CHECK_THAT(result.error, Catch::Contains("script exhausted at model call #2 (the script has 1 turns)"));
+}
+
+TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approval][spec]") {
+  Refunds refunds;
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}})}},
+      Turn{.content = "Refund issued."},
+  });
+  Agent agent("billing", "fake", "You handle refunds.", react({refunds.tool()}));
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = agent.run("Refund order A-1 for $20", ctx);
+  REQUIRE(result.stop_reason == StopReason::suspended);
+  REQUIRE(result.suspended.has_value());
+  CHECK(result.suspended->reason == "awaiting_approval");
+  REQUIRE(result.suspended->pending.size() == 1);
+  CHECK(result.suspended->pending[0].name == "refund");
+  CHECK(result.suspended->pending[0].arguments == Json({{"order_id", "A-1"}, {"amount_usd", 20.0}}));
+  CHECK(refunds.executed == 0);
+  CHECK(llm->calls() == 1);
+
+  // The state round-trips through JSON, as durable storage will.
+  auto restored = agentkit::RunState::from_json(Json::parse(result.state.to_json().dump()));
+  CHECK(restored.to_json() == result.state.to_json());
+
+  SECTION("approve: the call runs once and the run answers") {
+    auto resumed = agent.resume(restored, {{"c1", Decision::approve()}}, ctx);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    CHECK(resumed.output == "Refund issued.");
+    CHECK(refunds.executed == 1);
+    CHECK(llm->requests().back().messages.back().content == "refunded 20.0 on A-1");
+  }
+  SECTION("reject: the model gets an honest denial and the call never runs") {
+    auto resumed = agent.resume(restored, {{"c1", Decision::reject("amount too high")}}, ctx);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    CHECK(refunds.executed == 0);
+    const auto last = llm->requests().back().messages.back();
+    CHECK(last.is_error);
+    CHECK(last.content == "A human reviewer rejected the call to 'refund'; it did not run. Reason: amount too high");
+  }
+  SECTION("no decision counts as a rejection") {
+    auto resumed = agent.resume(restored, {}, ctx);
+    CHECK(refunds.executed == 0);
+    CHECK(llm->requests().back().messages.back().is_error);
+  }
+  SECTION("edit: the edited arguments run") {
+    auto resumed = agent.resume(restored, {{"c1", Decision::edit({{"order_id", "A-1"}, {"amount_usd", 15.0}})}}, ctx);
+    CHECK(refunds.executed == 1);
+    CHECK(llm->requests().back().messages.back().content == "refunded 15.0 on A-1");
+  }
+  SECTION("resuming a run that is not suspended is refused") {
+    auto resumed = agent.resume(restored, {{"c1", Decision::approve()}}, ctx);
+    CHECK_THROWS_AS(agent.resume(resumed.state, {}, ctx), std::invalid_argument);
+  }
+}
+
+TEST_CASE("a parallel batch with one gated call: siblings run once and are kept", "[agent][approval]") {
+  Refunds refunds;
+  std::atomic<int> lookups{0};
+  auto lookup = agentkit::tool("lookup_order")
+                    .doc("Look up an order's current status and its total amount.")
+                    .side_effecting(false)
+                    .params("order_id")
+                    .fn([&](const std::string& id) {
+                      ++lookups;
+                      return id + ": delivered, $20";
+                    });
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "lookup_order", {{"order_id", "A-1"}}),
+                          call("c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}}),
+                          call("c3", "lookup_order", {{"order_id", "B-2"}})}},
+      Turn{.content = "Done."},
+  });
+  Agent agent("billing", "fake", "You handle refunds.", react({lookup, refunds.tool()}));
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = agent.run("Check A-1 and B-2, refund A-1", ctx);
+  REQUIRE(result.stop_reason == StopReason::suspended);
+  CHECK(lookups == 2);
+  auto restored = agentkit::RunState::from_json(result.state.to_json());
+  auto resumed = agent.resume(restored, {{"c2", Decision::approve()}}, ctx);
+  CHECK(resumed.stop_reason == StopReason::answered);
+  CHECK(lookups == 2);  // not re-run
+  CHECK(refunds.executed == 1);
+  const auto messages = llm->requests().back().messages;
+  REQUIRE(messages.size() == 5);
+  CHECK(messages[2].tool_call_id == "c1");
+  CHECK(messages[2].content == "A-1: delivered, $20");
+  CHECK(messages[3].tool_call_id == "c2");
+  CHECK(messages[3].content == "refunded 20.0 on A-1");
+  CHECK(messages[4].tool_call_id == "c3");
+}
+
+TEST_CASE("autonomy tiers: GATED pauses side effects, MANUAL pauses everything", "[agent][approval]") {
+  Refunds refunds;
+  auto script = [] {
+    return FakeLLM::script({Turn{.tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}}),
+                                               call("c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 1.0}})}},
+                            Turn{.content = "ok"}});
+  };
+  Agent agent("a", "fake", "You do things.", react({city_population(), refunds.tool(false)}));
+  SECTION("AUTO runs a side-effecting tool that does not require approval") {
+    auto ctx = make_test_ctx({.llm = script()});
+    CHECK(agent.run("go", ctx).stop_reason == StopReason::answered);
+    CHECK(refunds.executed == 1);
+  }
+  SECTION("GATED") {
+    auto ctx = make_test_ctx({.llm = script(), .autonomy = agentkit::Autonomy::gated});
+    auto r = agent.run("go", ctx);
+    REQUIRE(r.stop_reason == StopReason::suspended);
+    REQUIRE(r.suspended->pending.size() == 1);
+    CHECK(r.suspended->pending[0].id == "c2");
+    CHECK(refunds.executed == 0);
+  }
+  SECTION("MANUAL") {
+    auto ctx = make_test_ctx({.llm = script(), .autonomy = agentkit::Autonomy::manual});
+    auto r = agent.run("go", ctx);
+    REQUIRE(r.stop_reason == StopReason::suspended);
+    CHECK(r.suspended->pending.size() == 2);
+    CHECK(refunds.executed == 0);
+  }
+}
+
+TEST_CASE("malformed calls end in repair turns, not crashes", "[agent][repair]") {
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {ToolCall{"c1", "city_population", {}, "{not json"}, call("c2", "nope", {}),
+                          call("c2", "city_population", {{"city", "Lisbon"}}), call("c4", "", {}),
+                          call("c5", "city_population", {{"town", 1}})}},
+      Turn{.tool_calls = {call("", "city_population", {{"city", "Lisbon"}})}},
+      Turn{.content = "545000"},
+  });
+  Agent agent("atlas", "fake", "You answer questions about cities.", react({city_population()}));
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = agent.run("How big is Lisbon?", ctx);
+  CHECK(result.stop_reason == StopReason::answered);
+  const auto second = llm->requests()[1].messages;
+  REQUIRE(second.size() == 7);
+  CHECK(second[2].is_error);
+  CHECK_THAT(second[2].content, Catch::Contains("arguments are not valid JSON"));
+  CHECK_THAT(second[3].content, Catch::Contains("unknown tool 'nope'. Advertised tools: ['city_population']"));
+  CHECK_THAT(second[4].content, Catch::Contains("duplicate tool call id 'c2'"));
+  CHECK(second[4].tool_call_id != "c2");  // ids stay unique on the wire
+  CHECK_THAT(second[5].content, Catch::Contains("empty name"));
+  CHECK_THAT(second[6].content, Catch::Contains("unexpected argument(s) ['town']"));
+  const auto third = llm->requests()[2].messages;
+  CHECK_FALSE(third.back().is_error);
+  CHECK_FALSE(third.back().tool_call_id.empty());  // a missing id is generated
+}
+
+TEST_CASE("too many consecutive bad turns fail the run", "[agent][repair]") {
+  std::vector<Turn> turns(5, Turn{.tool_calls = {call("c1", "nope", {})}});
+  auto llm = FakeLLM::script(turns);
+  Agent agent("a", "fake", "p", react({city_population()}), {.max_repairs = 2});
+  auto ctx = make_test_ctx({.llm = llm});
+  auto r = agent.run("go", ctx);
+  CHECK(r.stop_reason == StopReason::failed);
+  CHECK_THAT(r.error, Catch::Contains("3 consecutive turns"));
+}
+
+TEST_CASE("limits stop the run with the partial result", "[agent][limits]") {
+  SECTION("max iterations") {
+    std::vector<Turn> turns(5, Turn{.content = "thinking", .tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}});
+    auto llm = FakeLLM::script(turns);
+    Agent agent("a", "fake", "p", react({city_population()}), {.max_iterations = 3});
+    auto ctx = make_test_ctx({.llm = llm});
+    auto r = agent.run("go", ctx);
+    CHECK(r.stop_reason == StopReason::max_iterations);
+    CHECK(r.output == "thinking");
+    CHECK(r.iterations == 3);
+  }
+  SECTION("budget exhausted before a batch: no call of the batch runs, each gets a result") {
+    std::atomic<int> runs{0};
+    auto counted = agentkit::tool("count").doc("Count one more invocation and return the running total.")
+                       .side_effecting(true).fn([&] { return ++runs; });
+    auto llm = FakeLLM::script({Turn{.tool_calls = {call("a", "count", {})}},
+                                Turn{.tool_calls = {call("b", "count", {}), call("c", "count", {})}},
+                                Turn{.content = "never"}});
+    Agent agent("a", "fake", "p", react({counted}));
+    auto ctx = make_test_ctx({.llm = llm, .budget = {.tool_calls = 2}});
+    auto r = agent.run("go", ctx);
+    CHECK(r.stop_reason == StopReason::budget_exhausted);
+    CHECK_THAT(r.error, Catch::Contains("tool_calls limit 2"));
+    CHECK(runs == 1);
+    const auto& history = r.state.history;
+    REQUIRE(history.size() == 6);
+    CHECK_THAT(history[4].content, Catch::Contains("Not run"));
+    CHECK_THAT(history[5].content, Catch::Contains("Not run"));
+  }
+  SECTION("model steps budget") {
+    std::vector<Turn> turns(5, Turn{.tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}});
+    auto llm = FakeLLM::script(turns);
+    Agent agent("a", "fake", "p", react({city_population()}));
+    auto ctx = make_test_ctx({.llm = llm, .budget = {.model_steps = 2}});
+    CHECK(agent.run("go", ctx).stop_reason == StopReason::budget_exhausted);
+    CHECK(llm->calls() == 2);
+  }
+}
+
+TEST_CASE("cancellation mid-run stops the loop promptly", "[agent][cancel]") {
+  std::atomic<bool> started{false};
+  auto slow = agentkit::tool("slow").doc("Wait until cancelled, polling the run's cancellation token.")
+                  .side_effecting(false).fn([&](agentkit::RunContext& ctx) {
+                    started = true;
+                    while (!ctx.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    return 0;
+                  });
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "slow", {})}}, Turn{.content = "never"}});
+  Agent agent("a", "fake", "p", react({slow}));
+  auto ctx = make_test_ctx({.llm = llm, .executor = std::make_shared<agentkit::ThreadPoolExecutor>(2)});
+  auto handle = agent.start("go", ctx);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!started && std::chrono::steady_clock::now() < deadline) {
+    handle.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(started);
+  const auto t0 = std::chrono::steady_clock::now();
+  handle.cancel();
+  while (!handle.poll()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200));
+  CHECK(handle.result().stop_reason == StopReason::cancelled);
+  CHECK(llm->calls() == 1);
+}
+
+TEST_CASE("a host advances a run with poll() and drains typed events", "[agent][handle]") {
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}},
+                              Turn{.content = "545,000"}});
+  Agent agent("atlas", "fake", "p", react({city_population()}));
+  auto ctx = make_test_ctx({.llm = llm, .executor = std::make_shared<agentkit::ThreadPoolExecutor>(1)});
+  auto handle = agent.start("How big is Lisbon?", ctx);
+  std::vector<agentkit::Event> events;
+  int polls = 0;
+  while (!handle.poll()) {
+    ++polls;
+    for (auto& e : handle.drain_events()) events.push_back(std::move(e));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (auto& e : handle.drain_events()) events.push_back(std::move(e));
+  CHECK(polls > 0);
+  CHECK(handle.result().output == "545,000");
+  bool saw_tool = false, saw_finish = false;
+  for (const auto& e : events) {
+    if (auto* f = std::get_if<agentkit::ToolCallFinished>(&e)) saw_tool = f->text == "545000";
+    if (auto* f = std::get_if<agentkit::RunFinished>(&e)) saw_finish = f->stop_reason == "answered";
+  }
+  CHECK(saw_tool);
+  CHECK(saw_finish);
+}
+
+TEST_CASE("octopus: an agent as a tool", "[agent][as_tool][spec]") {
+  auto researcher = std::make_shared<Agent>("researcher", "fake", "You summarise a topic in one sentence.");
+  auto research_tool = agentkit::as_tool(
+      researcher, {.name = "researcher",
+                   .description = "Delegate a research sub-task and get a one-sentence summary back.",
+                   .side_effecting = false});
+  CHECK(research_tool->spec().parameters->dump() ==
+        R"({"type":"object","properties":{"task":{"type":"string","description":"the sub-task / goal to run"}},"required":["task"]})");
+  Agent lead("lead", "fake", "You answer by delegating research.", react({research_tool}));
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "researcher", {{"task", "octopus tool use"}})}},
+      Turn{.content = "Octopuses carry coconut shells as portable shelters."},
+      Turn{.content = "They do: they carry coconut shells around as shelter."},
+  });
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = lead.run("Do octopuses use tools?", ctx);
+  CHECK(result.output == "They do: they carry coconut shells around as shelter.");
+  auto requests = llm->requests();
+  REQUIRE(requests.size() == 3);
+  CHECK(requests[1].system == "You summarise a topic in one sentence.");
+  CHECK(requests[1].messages[0].content == "octopus tool use");
+  CHECK(requests[2].messages.back().content == "Octopuses carry coconut shells as portable shelters.");
+  CHECK(ctx.budget->model_steps() == 3);  // the child shares the budget
+}
+
+TEST_CASE("nested as_tool hits the depth limit as a model-visible error", "[agent][as_tool]") {
+  auto inner = std::make_shared<Agent>("inner", "fake", "p");
+  auto inner_tool = agentkit::as_tool(inner, {.name = "inner", .description = "Delegate to the innermost agent of the chain."});
+  auto middle = std::make_shared<Agent>("middle", "fake", "p", react({inner_tool}));
+  auto middle_tool = agentkit::as_tool(middle, {.name = "middle", .description = "Delegate to the middle agent of the chain."});
+  Agent outer("outer", "fake", "p", react({middle_tool}));
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("o1", "middle", {{"task", "go deeper"}})}},
+      Turn{.tool_calls = {call("m1", "inner", {{"task", "deepest"}})}},
+      Turn{.content = "middle gave up"},
+      Turn{.content = "done"},
+  });
+  auto ctx = make_test_ctx({.llm = llm, .max_depth = 1});
+  auto result = outer.run("go", ctx);
+  CHECK(result.output == "done");
+  const auto middle_view = llm->requests()[2].messages;
+  CHECK(middle_view.back().is_error);
+  CHECK_THAT(middle_view.back().content, Catch::Contains("depth limit 1 reached"));
+}
+
+namespace {
+struct Verdict {
+  std::string label;
+  double confidence = 0;
+};
+}  // namespace
+template <>
+struct agentkit::Describe<Verdict> {
+  static constexpr std::string_view name = "Verdict";
+  static constexpr auto fields = std::tuple{agentkit::field("label", &Verdict::label),
+                                            agentkit::field("confidence", &Verdict::confidence)};
+};
+
+TEST_CASE("a declared output type: validated and converted, a mismatch is a repair turn", "[agent][output]") {
+  auto llm = FakeLLM::script({Turn{.content = "it is spam"},
+                              Turn{.content = "```json\n{\"label\": \"spam\", \"confidence\": 0.9}\n```"}});
+  Agent agent("classifier", "fake", "Classify.", nullptr, {.output = agentkit::output_type<Verdict>()});
+  auto ctx = make_test_ctx({.llm = llm});
+  auto r = agent.run("Is this spam?", ctx);
+  CHECK(r.stop_reason == StopReason::answered);
+  CHECK(r.structured == Json({{"label", "spam"}, {"confidence", 0.9}}));
+  CHECK_THAT(llm->requests()[1].messages.back().content, Catch::Contains("did not match the required output type Verdict"));
+  CHECK(agentkit::render_result(r) == "confidence: 0.9\nlabel: spam");
+}
+
+TEST_CASE("RunState refuses a newer version and malformed documents", "[agent][state]") {
+  agentkit::RunState s;
+  Json j = s.to_json();
+  j["version"] = 99;
+  CHECK_THROWS_WITH(agentkit::RunState::from_json(j), Catch::Contains("newer agentkit"));
+  CHECK_THROWS_AS(agentkit::RunState::from_json(Json{{"version", 1}}), std::invalid_argument);
+  CHECK_THROWS_AS(agentkit::RunState::from_json(Json("x")), std::invalid_argument);
+}
