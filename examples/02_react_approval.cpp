@@ -23,7 +23,7 @@ class PrintSteps final : public agentkit::Observer {
     } else if (auto* e = std::get_if<agentkit::ToolCallStarted>(&event)) {
       std::cout << "  [tool]  " << e->status << " " << e->call.arguments.dump() << "\n";
     } else if (auto* e = std::get_if<agentkit::ToolCallFinished>(&event)) {
-      std::cout << "  [tool]  " << e->call.name << " -> " << e->outcome
+      std::cout << "  [tool]  " << e->name << " -> " << e->outcome
                 << (e->outcome == "ok" ? ": " + e->text : std::string()) << "\n";
     }
   }

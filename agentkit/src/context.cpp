@@ -1,7 +1,7 @@
 #include <agentkit/context.h>
 
 #include <atomic>
-#include <cstdio>
+#include <charconv>
 #include <random>
 
 namespace agentkit {
@@ -85,10 +85,14 @@ std::string RunContext::new_id(std::string_view prefix) {
   // state beyond one atomic.
   static const std::uint64_t salt = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
   static std::atomic<std::uint64_t> counter{0};
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "_%08llx%06llx", static_cast<unsigned long long>(salt & 0xffffffffu),
-                static_cast<unsigned long long>(counter.fetch_add(1, std::memory_order_relaxed)));
-  return std::string(prefix) + buf;
+  std::string id(prefix);
+  char buf[40];
+  buf[0] = '_';
+  char* end = std::to_chars(buf + 1, buf + sizeof buf, salt & 0xffffffffu, 16).ptr;
+  *end++ = '_';
+  end = std::to_chars(end, buf + sizeof buf, counter.fetch_add(1, std::memory_order_relaxed), 16).ptr;
+  id.append(buf, end);
+  return id;
 }
 
 }  // namespace agentkit

@@ -239,16 +239,21 @@ class ReActDriver final : public RunHandle::Driver {
   void on_tool_calls(Message message) {
     const std::size_t n = message.tool_calls.size();
     st_.outcomes.assign(n, std::nullopt);
-    std::set<std::string> seen;
+    auto& calls = message.tool_calls;
+    const auto id_taken = [&](std::size_t i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (calls[j].id == calls[i].id) return true;
+      }
+      return false;
+    };
     for (std::size_t i = 0; i < n; ++i) {
-      ToolCall& call = message.tool_calls[i];
+      ToolCall& call = calls[i];
       std::string problem;
       if (call.id.empty()) call.id = RunContext::new_id("call");
       if (call.arguments.is_null()) call.arguments = Json::object();  // "no arguments"
-      if (!seen.insert(call.id).second) {
+      if (id_taken(i)) {
         const std::string original = call.id;
         call.id = RunContext::new_id(original + "_dup");
-        seen.insert(call.id);
         problem = "duplicate tool call id '" + original + "' in one turn; this call was not run. Issue each call with a distinct id.";
       } else if (call.name.empty()) {
         problem = "tool call has an empty name; advertised tools: " + quoted_list(advertised_names());
@@ -330,12 +335,14 @@ class ReActDriver final : public RunHandle::Driver {
       const std::size_t i = call_index_[k];
       const ToolResult& r = (*calls)[k].result;
       const ToolCall& call = st_.batch[i];
+      std::string status(to_string(r.status));
+      std::string text = r.model_text();
+      ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
       if (r.status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
       } else {
-        st_.outcomes[i] = CallOutcome{r.model_text(), !r.is_ok(), std::string(to_string(r.status))};
+        st_.outcomes[i] = CallOutcome{std::move(text), !r.is_ok(), std::move(status)};
       }
-      ctx_.emit(ToolCallFinished{call, std::string(to_string(r.status)), r.model_text(), {}});
     }
     for (const auto& outcome : st_.outcomes) bad_call = bad_call || (outcome && outcome->outcome == "error");
     if (!st_.pending.empty()) {

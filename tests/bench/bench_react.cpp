@@ -99,15 +99,19 @@ int main() {
     scripts.push_back(std::make_shared<FakeLLM>(add_script(10)));
     scripts.back()->record_requests(false);
   }
+  // One runtime, many runs: the runs share the invoker (the middleware
+  // chain); each has its own model script, budget and cancellation.
+  const agentkit::RunContext base = agentkit::testing::make_test_ctx();
   const long rss_before = peak_rss_kb();
   const auto start = Clock::now();
-  std::vector<agentkit::RunContext> contexts;
   std::vector<agentkit::RunHandle> handles;
-  contexts.reserve(kRuns);
   handles.reserve(kRuns);
   for (int i = 0; i < kRuns; ++i) {
-    contexts.push_back(agentkit::testing::make_test_ctx({.llm = scripts[static_cast<std::size_t>(i)]}));
-    handles.push_back(agent.start("add", contexts.back()));
+    agentkit::RunContext ctx = base;
+    ctx.budget = std::make_shared<agentkit::Budget>();
+    ctx.cancellation = agentkit::CancellationToken();
+    ctx.models = [llm = scripts[static_cast<std::size_t>(i)]](std::string_view) { return llm; };
+    handles.push_back(agent.start("add", ctx));
   }
   for (std::size_t live = handles.size(); live > 0;) {
     live = 0;

@@ -23,7 +23,8 @@ struct ToolCallStarted {
   std::string status;  // the tool's status line
 };
 struct ToolCallFinished {
-  ToolCall call;
+  std::string call_id;
+  std::string name;
   std::string outcome;  // ok, error, denied, awaiting_approval, outcome_unknown
   std::string text;     // what the model sees
   std::chrono::microseconds duration{0};
