@@ -408,3 +408,53 @@ TEST_CASE("RunState refuses a newer version and malformed documents", "[agent][s
   CHECK_THROWS_AS(agentkit::RunState::from_json(Json{{"version", 1}}), std::invalid_argument);
   CHECK_THROWS_AS(agentkit::RunState::from_json(Json("x")), std::invalid_argument);
 }
+
+TEST_CASE("calls of one turn run concurrently on the executor, results in call order", "[agent][executor]") {
+  // Each call waits until both are running: this only finishes if they overlap.
+  std::atomic<int> running{0};
+  auto meet = agentkit::tool("meet")
+                  .doc("Wait until the other call of the same turn is running too.")
+                  .side_effecting(false)
+                  .params("name")
+                  .fn([&](const std::string& name) {
+                    ++running;
+                    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                    while (running < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+                    if (name == "first") std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    return name + (running >= 2 ? " overlapped" : " alone");
+                  });
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "meet", {{"name", "first"}}), call("c2", "meet", {{"name", "second"}})}},
+                              Turn{.content = "ok"}});
+  Agent agent("a", "fake", "p", react({meet}));
+  auto ctx = make_test_ctx({.llm = llm, .executor = std::make_shared<agentkit::ThreadPoolExecutor>(2)});
+  auto r = agent.run("go", ctx);
+  REQUIRE(r.stop_reason == StopReason::answered);
+  const auto messages = llm->requests()[1].messages;
+  CHECK(messages[2].content == "first overlapped");
+  CHECK(messages[3].content == "second overlapped");
+}
+
+TEST_CASE("a wall-time budget stops a run", "[agent][limits]") {
+  auto slow = agentkit::tool("slow").doc("Take a little while, then return nothing useful.")
+                  .side_effecting(false).fn([] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); return 0; });
+  std::vector<Turn> turns(10, Turn{.tool_calls = {call("c1", "slow", {})}});
+  auto llm = FakeLLM::script(turns);
+  Agent agent("a", "fake", "p", react({slow}));
+  auto ctx = make_test_ctx({.llm = llm, .budget = {.wall_time = std::chrono::milliseconds(50)}});
+  auto r = agent.run("go", ctx);
+  CHECK(r.stop_reason == StopReason::budget_exhausted);
+  CHECK_THAT(r.error, Catch::Contains("wall_time"));
+  CHECK(llm->calls() < 5);
+}
+
+TEST_CASE("as_tool takes a custom renderer", "[agent][as_tool]") {
+  auto helper = std::make_shared<Agent>("helper", "fake", "p");
+  auto t = agentkit::as_tool(helper, {.name = "helper",
+                                      .description = "Delegate a sub-task to the helper agent.",
+                                      .render = [](const agentkit::RunResult& r) {
+                                        return "[" + std::string(to_string(r.stop_reason)) + "] " + r.output;
+                                      }});
+  auto llm = FakeLLM::script({Turn{.content = "sub answer"}});
+  auto ctx = make_test_ctx({.llm = llm});
+  CHECK(t->run({{"task", "x"}}, ctx) == "[answered] sub answer");
+}
