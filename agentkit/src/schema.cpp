@@ -32,6 +32,15 @@ void DecodeState::report_unexpected(std::string_view name) {
   }
 }
 
+std::string DecodeState::summary() const {
+  std::string out;
+  const auto add = [&](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
+  for (const auto& bad : invalid) add(bad.name + ": " + bad.reason);
+  for (const auto& name : missing) add("missing field '" + name + "'");
+  for (const auto& name : unexpected) add("unexpected field '" + name + "'");
+  return out;
+}
+
 DecodeState::Scope::Scope(DecodeState& st, std::string_view key) : st_(st), old_size_(st.path_.size()) {
   if (!st_.path_.empty()) st_.path_ += '.';
   st_.path_ += key;

@@ -222,11 +222,7 @@ class ReActDriver final : public RunHandle::Driver {
       st_.history.push_back(std::move(message));
       return finish(StopReason::answered, {});
     }
-    std::string problems;
-    if (!value) problems = "the answer is not JSON";
-    for (const auto& bad : st.invalid) problems += (problems.empty() ? "" : "; ") + bad.name + ": " + bad.reason;
-    for (const auto& m : st.missing) problems += (problems.empty() ? "" : "; ") + ("missing field '" + m + "'");
-    for (const auto& u : st.unexpected) problems += (problems.empty() ? "" : "; ") + ("unexpected field '" + u + "'");
+    const std::string problems = value ? st.summary() : "the answer is not JSON";
     st_.history.push_back(std::move(message));
     st_.history.push_back(Message::user("Your final answer did not match the required output type " +
                                         output->type_name + ": " + problems + ". Reply again with only JSON matching " +

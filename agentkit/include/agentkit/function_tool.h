@@ -320,11 +320,7 @@ class FunctionTool final : public Tool {
       if (output_validate_) {
         DecodeState st(limits_);
         if (!output_validate_(out, st)) {
-          std::string detail;
-          for (const auto& bad : st.invalid) detail += (detail.empty() ? "" : "; ") + bad.name + ": " + bad.reason;
-          for (const auto& m : st.missing) detail += (detail.empty() ? "" : "; ") + ("missing field '" + m + "'");
-          for (const auto& u : st.unexpected) detail += (detail.empty() ? "" : "; ") + ("unexpected field '" + u + "'");
-          throw ToolShapeError(spec_.name, std::move(out), output_type_, std::move(detail));
+          throw ToolShapeError(spec_.name, std::move(out), output_type_, st.summary());
         }
       }
       return out;

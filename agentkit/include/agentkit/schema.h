@@ -130,6 +130,8 @@ class DecodeState {
   bool type_error(std::string_view expected, const Json& got);
   void report_missing(std::string_view name);
   void report_unexpected(std::string_view name);
+  // Every recorded problem on one line: "path: reason; missing field 'x'; ...".
+  std::string summary() const;
 
   // RAII: appends ".name" or "[index]" to the path and one level of depth.
   class Scope {
