@@ -1,5 +1,7 @@
 #include <agentkit/testing/test_context.h>
 
+#include <agentkit/state/store.h>
+
 namespace agentkit::testing {
 
 RunContext make_test_ctx(TestContextOptions options) {
@@ -9,6 +11,7 @@ RunContext make_test_ctx(TestContextOptions options) {
   ctx.executor = std::move(options.executor);
   ctx.observer = std::move(options.observer);
   ctx.max_depth = options.max_depth;
+  ctx.store = options.store ? std::move(options.store) : std::make_shared<state::InMemoryStore>();
   ctx.invoker = std::make_shared<const Invoker>(options.tool_middleware ? std::move(*options.tool_middleware)
                                                                         : default_middleware());
   if (auto llm = std::move(options.llm)) {

@@ -19,6 +19,9 @@ namespace agentkit {
 
 class Invoker;
 class Executor;
+namespace state {
+class Store;  // <agentkit/state/store.h>
+}
 
 // The tenant a run acts for. `key()` renders it for store keys and logs:
 // Scope{.org_id = 7, .domain_id = 1}.key() == "org7:dom1".
@@ -127,6 +130,7 @@ class RunContext {
   CancellationToken cancellation;
   std::shared_ptr<Observer> observer;
   std::shared_ptr<EventQueue> events;  // set by a running agent; emit() queues there
+  std::shared_ptr<state::Store> store;  // where durable state goes
   ModelResolver models;
   std::shared_ptr<const Invoker> invoker;
   std::shared_ptr<Executor> executor;  // where model and tool calls run; inline when null

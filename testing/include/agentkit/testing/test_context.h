@@ -17,6 +17,7 @@ struct TestContextOptions {
   BudgetLimits budget;
   std::shared_ptr<Executor> executor;                 // inline when null
   std::shared_ptr<Observer> observer;
+  std::shared_ptr<state::Store> store;                // an InMemoryStore when null
   int max_depth = 5;
 };
 
