@@ -32,10 +32,19 @@ std::string call_key(const ToolRequest& req, const RunContext& ctx) {
 struct IdempotencyTable {
   struct Entry {
     std::optional<ToolResult> result;
+    std::chrono::steady_clock::time_point settled_at;
   };
   std::mutex mutex;
   std::condition_variable settled;
   std::unordered_map<std::string, Entry> entries;
+  std::size_t inserts = 0;
+
+  // Drops settled entries older than `retention` now and then, so a shared,
+  // long-lived invoker is bounded by recent runs. In-flight entries stay.
+  void sweep(std::chrono::steady_clock::time_point now, std::chrono::milliseconds retention) {
+    if (++inserts % 256 != 0) return;
+    std::erase_if(entries, [&](const auto& kv) { return kv.second.result && now - kv.second.settled_at > retention; });
+  }
 };
 
 struct MemoTable {
@@ -57,9 +66,9 @@ struct MemoTable {
 
 }  // namespace
 
-Middleware idempotent() {
+Middleware idempotent(std::chrono::milliseconds retention) {
   auto table = std::make_shared<IdempotencyTable>();
-  return [table](const ToolRequest& req, RunContext& ctx, const Next& next) {
+  return [table, retention](const ToolRequest& req, RunContext& ctx, const Next& next) {
     if (!req.effectively_side_effecting()) return next(req, ctx);
 
     // Pinned to the run (correlation id): replay never crosses runs.
@@ -80,7 +89,11 @@ Middleware idempotent() {
     auto settle = [&](const ToolResult* ok) {
       std::lock_guard lock(table->mutex);
       if (ok) {
-        table->entries[key].result = *ok;
+        const auto now = std::chrono::steady_clock::now();
+        auto& entry = table->entries[key];
+        entry.result = *ok;
+        entry.settled_at = now;
+        table->sweep(now, retention);
       } else {
         table->entries.erase(key);
       }

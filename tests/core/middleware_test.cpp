@@ -146,6 +146,29 @@ TEST_CASE("idempotent(): send_email invoked twice runs once and both callers get
   CHECK(*send_email.runs == 1);
 }
 
+TEST_CASE("idempotent(): settled entries older than the retention are dropped", "[middleware]") {
+  auto send_email = send_email_probe();
+  Invoker invoker({agentkit::idempotent(0ms)});  // everything settled is already past retention
+  auto ctx = run_ctx();
+  const ToolRequest request{.name = "send_email",
+                            .arguments = {{"to", "ops@example.com"}, {"body", "prod is down"}},
+                            .tool = send_email.tool};
+  invoker.invoke_tool(request, ctx);
+  // 255 other calls bring the table to its sweep point.
+  for (int i = 0; i < 255; ++i) {
+    ToolRequest other = request;
+    other.arguments["body"] = "filler " + std::to_string(i);
+    invoker.invoke_tool(other, ctx);
+  }
+  invoker.invoke_tool(request, ctx);  // evicted: runs again
+  CHECK(*send_email.runs == 257);
+
+  Invoker keeping({agentkit::idempotent()});  // default retention keeps the record
+  const int before = *send_email.runs;
+  for (int i = 0; i < 300; ++i) keeping.invoke_tool(request, ctx);
+  CHECK(*send_email.runs == before + 1);
+}
+
 TEST_CASE("idempotent(): a concurrent duplicate waits for the call in flight", "[middleware]") {
   auto release = std::make_shared<std::atomic<bool>>(false);
   auto send = probe("send", {.side_effecting = true}, [release](int n) {

@@ -116,8 +116,10 @@ Middleware egress(EgressPolicy policy);
 EgressPolicy deny_tools(std::vector<std::string> names, std::vector<std::string> tags = {});
 // At-most-once for side-effecting calls within a run: keyed by (correlation
 // id, scope, tool, canonical arguments); concurrent duplicates wait for the
-// first; failures are never cached. Read-only calls pass through.
-Middleware idempotent();
+// first; failures are never cached. Read-only calls pass through. Settled
+// entries are kept for `retention` (long enough to cover any retry of a run),
+// then dropped, so a shared invoker does not grow without bound.
+Middleware idempotent(std::chrono::milliseconds retention = std::chrono::hours(24));
 // Caches read-only calls for `ttl`; side-effecting calls always pass through.
 Middleware memoize(std::chrono::milliseconds ttl = std::chrono::minutes(5));
 // One audit record per call: the authorised arguments and the outcome.
