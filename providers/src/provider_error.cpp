@@ -1,0 +1,216 @@
+#include <agentkit/providers/transport.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace agentkit::providers {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<double> parse_number(std::string_view s) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  // strtod wants a terminated string; header values are short.
+  const std::string copy(s);
+  char* end = nullptr;
+  const double value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the only form servers may send.
+std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view s) {
+  s = trim(s);
+  const auto comma = s.find(", ");
+  if (comma == std::string_view::npos) return std::nullopt;
+  s.remove_prefix(comma + 2);
+  if (s.size() < 24 || s.substr(s.size() - 3) != "GMT") return std::nullopt;
+  static constexpr std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  auto number = [&](std::size_t pos, std::size_t len) -> std::optional<int> {
+    int v = 0;
+    const auto field = s.substr(pos, len);
+    const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    if (ec != std::errc{} || ptr != field.data() + field.size()) return std::nullopt;
+    return v;
+  };
+  const auto day = number(0, 2), year = number(7, 4), hour = number(12, 2), minute = number(15, 2),
+             second = number(18, 2);
+  const auto month = std::find(months.begin(), months.end(), s.substr(3, 3));
+  if (!day || !year || !hour || !minute || !second || month == months.end()) return std::nullopt;
+  using namespace std::chrono;
+  const year_month_day date{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(month - months.begin() + 1)},
+                            std::chrono::day{static_cast<unsigned>(*day)}};
+  if (!date.ok()) return std::nullopt;
+  return sys_days{date} + hours{*hour} + minutes{*minute} + seconds{*second};
+}
+
+struct ErrorBody {
+  std::string message;
+  std::string type;
+  std::string code;
+};
+
+std::string string_field(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return {};
+  const auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number()) return it->dump();
+  return {};
+}
+
+// OpenAI {"error":{"message","type","code"}}, Anthropic {"type":"error","error":{"type","message"}},
+// and the odd {"error":"text"} or {"message":"text"}.
+std::optional<ErrorBody> parse_error_body(const std::string& body) {
+  const auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  ErrorBody out;
+  if (const auto it = j.find("error"); it != j.end()) {
+    if (it->is_string()) {
+      out.message = it->get<std::string>();
+    } else {
+      out.message = string_field(*it, "message");
+      out.type = string_field(*it, "type");
+      out.code = string_field(*it, "code");
+    }
+  }
+  if (out.message.empty()) out.message = string_field(j, "message");
+  return out;
+}
+
+// At most `max` bytes, cut on a UTF-8 boundary, control characters flattened.
+std::string excerpt(std::string_view s, std::size_t max) {
+  std::size_t n = std::min(max, s.size());
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  std::string out(s.substr(0, n));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  if (n < s.size()) out += "...";
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::timeout: return "timeout";
+    case ErrorCode::unavailable: return "unavailable";
+    case ErrorCode::overloaded: return "overloaded";
+    case ErrorCode::rate_limited: return "rate_limited";
+    case ErrorCode::quota_exceeded: return "quota_exceeded";
+    case ErrorCode::invalid: return "invalid";
+    case ErrorCode::unauthenticated: return "unauthenticated";
+    case ErrorCode::permission: return "permission";
+    case ErrorCode::cancelled: return "cancelled";
+    case ErrorCode::protocol: return "protocol";
+  }
+  return "unknown";
+}
+
+ProviderError::ProviderError(ErrorCode code, std::string message, int http_status, bool retryable,
+                             std::optional<std::chrono::milliseconds> retry_after)
+    : std::runtime_error(std::move(message)),
+      code_(code),
+      http_status_(http_status),
+      retryable_(retryable),
+      retry_after_(retry_after) {}
+
+std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (iequals(key, name)) return std::string_view(value);
+  }
+  return std::nullopt;
+}
+
+RetryAdvice retry_advice(int status, const HttpResponse& response) {
+  RetryAdvice advice;
+  if (const auto ms = response.header("retry-after-ms")) {
+    if (const auto v = parse_number(*ms); v && *v >= 0) advice.after = std::chrono::milliseconds(std::llround(*v));
+  }
+  if (!advice.after) {
+    if (const auto ra = response.header("retry-after")) {
+      if (const auto v = parse_number(*ra); v && *v >= 0) {
+        advice.after = std::chrono::milliseconds(std::llround(*v * 1000.0));
+      } else if (const auto when = parse_http_date(*ra)) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*when - std::chrono::system_clock::now());
+        advice.after = std::max(left, std::chrono::milliseconds(0));
+      }
+    }
+  }
+  if (const auto should = response.header("x-should-retry")) {
+    if (iequals(trim(*should), "true")) {
+      advice.retry = true;
+      return advice;
+    }
+    if (iequals(trim(*should), "false")) return advice;
+  }
+  advice.retry = status == 408 || status == 409 || status == 429 || status >= 500;
+  if (status == 429) {
+    // A spent quota does not come back by waiting a few seconds.
+    if (const auto body = parse_error_body(response.body);
+        body && (body->code == "insufficient_quota" || body->type == "insufficient_quota")) {
+      advice.retry = false;
+    }
+  }
+  return advice;
+}
+
+ProviderError error_from_response(const HttpResponse& response) {
+  const int status = response.status;
+  const auto body = parse_error_body(response.body);
+  const bool quota = body && (body->code == "insufficient_quota" || body->type == "insufficient_quota");
+  const bool overloaded = body && (body->type == "overloaded_error" || body->code == "overloaded_error");
+
+  ErrorCode code = ErrorCode::protocol;
+  if (quota) {
+    code = ErrorCode::quota_exceeded;
+  } else if (status == 529 || overloaded) {
+    code = ErrorCode::overloaded;
+  } else if (status == 401) {
+    code = ErrorCode::unauthenticated;
+  } else if (status == 403) {
+    code = ErrorCode::permission;
+  } else if (status == 408) {
+    code = ErrorCode::timeout;
+  } else if (status == 429) {
+    code = ErrorCode::rate_limited;
+  } else if (status >= 500) {
+    code = ErrorCode::unavailable;
+  } else if (status >= 400) {
+    code = ErrorCode::invalid;  // 400, 404, 409, 413, 422 and the other 4xx
+  }
+
+  std::string message;
+  if (body && !body->message.empty()) {
+    message = excerpt(body->message, 300);
+  } else if (!body && !response.body.empty()) {
+    message = excerpt(response.body, 200);
+  } else {
+    message = std::string(to_string(code));
+  }
+  message += " (HTTP " + std::to_string(status) + ")";
+
+  const RetryAdvice advice = retry_advice(status, response);
+  return ProviderError(code, std::move(message), status, advice.retry && !quota, advice.after);
+}
+
+}  // namespace agentkit::providers
