@@ -1,16 +1,24 @@
 // 02 — a ReAct agent with two tools, one of which needs a human's approval.
-// The scripted model (FakeLLM) stands in for a real one, so this runs offline.
 // The run suspends before the refund, a "human" approves it, the run resumes
 // from its serialised state and the agent answers.
+//
+// The model is reached through the real OpenAI adapter and libcurl. By
+// default it talks to a loopback server that replays scripted Chat
+// Completions streams, so this runs offline with no key. With AGENTKIT_MODEL
+// set (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5) and the
+// provider's key in OPENAI_API_KEY / ANTHROPIC_API_KEY, it talks to the real
+// provider instead.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
-#include <agentkit/testing/fake_llm.h>
+#include <agentkit/providers/models.h>
 #include <agentkit/testing/test_context.h>
+#include <agentkit/testing/wire_server.h>
 
 namespace {
 
@@ -29,11 +37,26 @@ class PrintSteps final : public agentkit::Observer {
   }
 };
 
+// One scripted Chat Completions stream: a tool call, or text.
+agentkit::testing::WireServer::Response openai_stream(const agentkit::Json& delta, const std::string& finish) {
+  agentkit::testing::WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  const agentkit::Json chunk = {{"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
+  r.chunks = {"data: " + chunk.dump() + "\n\n",
+              "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":90,\"completion_tokens\":20}}\n\n",
+              "data: [DONE]\n\n"};
+  return r;
+}
+
+agentkit::testing::WireServer::Response tool_call(const std::string& id, const std::string& name, const agentkit::Json& args) {
+  return openai_stream({{"tool_calls", {{{"index", 0}, {"id", id}, {"type", "function"},
+                                         {"function", {{"name", name}, {"arguments", args.dump()}}}}}}},
+                       "tool_calls");
+}
+
 }  // namespace
 
 int main() {
-  using agentkit::testing::Turn;
-
   auto lookup_order = agentkit::tool("lookup_order")
                           .doc("Look up a customer order: its status and the amount paid in USD.")
                           .side_effecting(false)
@@ -54,15 +77,20 @@ int main() {
                       return std::string(buf);
                     });
 
-  auto llm = agentkit::testing::FakeLLM::script({
-      Turn{.tool_calls = {{"c1", "lookup_order", {{"order_id", "A-1"}}, {}}}},
-      Turn{.tool_calls = {{"c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}}, {}}}},
-      Turn{.content = "Order A-1 arrived damaged, so I refunded the $20.00 you paid (confirmation RF-1001)."},
-  });
+  // The loopback server plays the model's three turns in the OpenAI wire format.
+  agentkit::testing::WireServer server;
+  server.enqueue(tool_call("c1", "lookup_order", {{"order_id", "A-1"}}));
+  server.enqueue(tool_call("c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}}));
+  server.enqueue(openai_stream(
+      {{"content", "Order A-1 arrived damaged, so I refunded the $20.00 you paid (confirmation RF-1001)."}}, "stop"));
+  const char* chosen = std::getenv("AGENTKIT_MODEL");
+  const std::string model = chosen && *chosen ? chosen : "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  std::cout << "model: " << model << "\n";
 
-  agentkit::Agent agent("billing", "fake", "You handle refunds for damaged orders.",
+  agentkit::Agent agent("billing", model, "You handle refunds for damaged orders. Look the order up first.",
                         agentkit::cognition::react({lookup_order, refund}));
-  auto ctx = agentkit::testing::make_test_ctx({.llm = llm, .observer = std::make_shared<PrintSteps>()});
+  auto ctx = agentkit::testing::make_test_ctx({.observer = std::make_shared<PrintSteps>()});
+  ctx.models = agentkit::providers::model_resolver(agentkit::providers::settings_from_environment());
 
   std::cout << "task: My order A-1 arrived damaged, can I get my money back?\n";
   auto result = agent.run("My order A-1 arrived damaged, can I get my money back?", ctx);
@@ -77,6 +105,7 @@ int main() {
     result = agent.resume(std::move(state), {{result.suspended->pending[0].id, agentkit::Decision::approve()}}, ctx);
     std::cout << "stop: " << to_string(result.stop_reason) << "\n";
   }
+  if (result.stop_reason == agentkit::StopReason::failed) std::cout << "error: " << result.error << "\n";
   std::cout << "answer: " << result.output << "\n";
   return result.stop_reason == agentkit::StopReason::answered ? 0 : 1;
 }

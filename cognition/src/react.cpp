@@ -90,7 +90,13 @@ class ReActDriver final : public RunHandle::Driver {
     ctx_.events = events_;
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
     specs_ = cognition_.tools().schemas();
-    if (ctx_.models) model_ = ctx_.models(agent_.model());
+    if (ctx_.models) {
+      try {
+        model_ = ctx_.models(agent_.model());
+      } catch (const std::exception& e) {
+        model_error_ = e.what();
+      }
+    }
     if (st_.phase == Phase::suspended) apply_decisions(decisions);
   }
 
@@ -144,7 +150,12 @@ class ReActDriver final : public RunHandle::Driver {
   // ------------------------------------------------------------ model
 
   void ask_model() {
-    if (!model_) return finish(StopReason::failed, "no model for '" + agent_.model() + "': the context has no model resolver or it returned null");
+    if (!model_) {
+      return finish(StopReason::failed, !model_error_.empty() ? model_error_
+                                                               : "no model for '" + agent_.model() +
+                                                                     "': the context has no model resolver or it "
+                                                                     "returned null");
+    }
     if (auto why = ctx_.budget->exhausted()) return finish(StopReason::budget_exhausted, *why);
     if (st_.iterations >= agent_.options().max_iterations) {
       return finish(StopReason::max_iterations,
@@ -436,6 +447,7 @@ class ReActDriver final : public RunHandle::Driver {
   RunContext ctx_;
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
   std::shared_ptr<Model> model_;
+  std::string model_error_;  // why the resolver gave no model
   std::vector<const ToolSpec*> specs_;
   std::set<std::string> approved_;
   std::shared_ptr<Pending> pending_;

@@ -1,0 +1,73 @@
+#pragma once
+// Anthropic Messages adapter. Translation only: HTTP goes through Transport.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <agentkit/model.h>
+#include <agentkit/providers/sse.h>
+#include <agentkit/providers/transport.h>
+
+namespace agentkit::providers {
+
+struct AnthropicOptions {
+  std::string base_url = "https://api.anthropic.com";
+  std::string api_key;  // sent as "x-api-key"; never logged
+  std::string model;    // e.g. "claude-sonnet-4-5"
+  std::string version = "2023-06-01";
+  bool stream = true;
+  int max_tokens = 4096;
+  Headers extra_headers;
+};
+
+// The request body: `input_schema` tools; tool results first in the next user
+// turn (`tool_result` blocks, `is_error` for failures); consecutive results
+// share one user message.
+Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& options, bool stream);
+
+// Decodes a non-streaming response body; {"type":"error"} bodies throw the
+// mapped ProviderError.
+ModelResponse anthropic_response(const Json& body);
+
+// Accumulates a streamed response: message_start, content_block_* (text and
+// tool_use with input_json_delta), ping, message_delta (stop reason and
+// cumulative usage), message_stop, and `event: error` (thrown). A no-argument
+// tool's empty partial JSON becomes {}; a tool input cut by max_tokens stays
+// unparsed in `arguments_text`, so the loop answers it with a repair message
+// instead of running it.
+class AnthropicStreamAccumulator {
+ public:
+  void on_event(const SseEvent& event);
+  bool done() const noexcept { return done_; }
+  ModelResponse finish();
+
+ private:
+  struct Block {
+    std::string type;  // text, tool_use, or other (ignored)
+    std::string text;
+    std::string id;
+    std::string name;
+    std::string partial_json;
+    Json input;
+    bool stopped = false;
+  };
+  std::vector<Block> blocks_;  // by index
+  std::string stop_reason_;
+  Usage usage_;
+  bool done_ = false;
+};
+
+std::string anthropic_stop_reason(std::string_view reason);
+
+class AnthropicModel final : public Model {
+ public:
+  AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOptions options);
+  ModelResponse complete(const ModelRequest& request, RunContext& ctx) override;
+  const AnthropicOptions& options() const noexcept { return options_; }
+
+ private:
+  std::shared_ptr<Transport> transport_;
+  AnthropicOptions options_;
+};
+
+}  // namespace agentkit::providers

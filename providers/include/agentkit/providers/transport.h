@@ -1,0 +1,125 @@
+#pragma once
+// The one HTTP transport every provider adapter uses (libcurl underneath;
+// this header does not include curl). It owns connection reuse, timeouts,
+// retries with backoff and Retry-After, streaming and cancellation. Adapters
+// only translate payloads.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <agentkit/context.h>
+
+namespace agentkit::providers {
+
+// The small code set every provider failure maps onto.
+enum class ErrorCode {
+  timeout,          // connect / total / idle timeout
+  unavailable,      // 5xx, connection refused or reset, DNS failure
+  overloaded,       // 529 or an "overloaded" error body
+  rate_limited,     // 429 that a retry may fix
+  quota_exceeded,   // 429 insufficient_quota: not retryable
+  invalid,          // 400, 404, 409, 413, 422: the request is wrong
+  unauthenticated,  // 401
+  permission,       // 403
+  cancelled,        // the caller cancelled
+  protocol,         // a malformed response body or stream
+};
+std::string_view to_string(ErrorCode code) noexcept;
+
+// A typed provider failure. The message never contains API keys or auth
+// headers.
+class ProviderError : public std::runtime_error {
+ public:
+  ProviderError(ErrorCode code, std::string message, int http_status = 0, bool retryable = false,
+                std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
+  ErrorCode code() const noexcept { return code_; }
+  int http_status() const noexcept { return http_status_; }
+  bool retryable() const noexcept { return retryable_; }
+  std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
+
+ private:
+  ErrorCode code_;
+  int http_status_;
+  bool retryable_;
+  std::optional<std::chrono::milliseconds> retry_after_;
+};
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string method = "POST";
+  std::string url;
+  Headers headers;  // values of authorization / x-api-key / api-key are never logged or put in errors
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 0;
+  Headers headers;  // names lower-cased
+  std::string body;
+  // The first header called `name` (lower-case), if any.
+  std::optional<std::string_view> header(std::string_view name) const;
+};
+
+struct TransportOptions {
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds total_timeout{600'000};
+  // Fails a request when no byte arrives for this long (streams included).
+  std::chrono::milliseconds idle_timeout{120'000};
+  int max_retries = 2;  // retries after the first attempt
+  std::chrono::milliseconds base_backoff{500};
+  std::chrono::milliseconds max_backoff{8'000};
+  bool verify_tls = true;  // never turned off by agentkit itself
+};
+
+// Whether a status/body should be retried, and after how long, following the
+// official SDKs: `x-should-retry` overrides; then `retry-after-ms`, then
+// `retry-after` (seconds or an HTTP date); 408, 409, 429, 5xx retry.
+struct RetryAdvice {
+  bool retry = false;
+  std::optional<std::chrono::milliseconds> after;
+};
+RetryAdvice retry_advice(int status, const HttpResponse& response);
+
+// Maps a non-2xx response to a typed error (code from status and the
+// provider's error body: OpenAI {"error":{...}}, Anthropic {"type":"error",...}).
+ProviderError error_from_response(const HttpResponse& response);
+
+// Blocking HTTP over libcurl with keep-alive. Thread-safe: concurrent calls
+// use separate connections from a small pool. Proxy variables (http_proxy,
+// https_proxy, no_proxy) are honoured as libcurl honours them.
+class Transport {
+ public:
+  explicit Transport(TransportOptions options = {});
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  const TransportOptions& options() const noexcept { return options_; }
+
+  // Sends `request`, retrying retryable failures with exponential backoff and
+  // jitter (honouring Retry-After). Returns 2xx responses; throws
+  // ProviderError otherwise. Cancelling `cancel` aborts within 50 ms.
+  HttpResponse send(const HttpRequest& request, const CancellationToken* cancel = nullptr);
+
+  // Streams a response body. `on_data` receives body bytes as they arrive and
+  // returns false to abort. Retries happen only before the first body byte of
+  // a 2xx response reaches `on_data`; after that a failure throws. A non-2xx
+  // status is read whole and thrown as ProviderError (after retries).
+  void stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_data,
+              const CancellationToken* cancel = nullptr);
+
+ private:
+  struct Impl;
+  TransportOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agentkit::providers

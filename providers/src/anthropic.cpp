@@ -1,0 +1,232 @@
+#include <agentkit/providers/anthropic.h>
+
+#include <agentkit/providers/tool_format.h>
+
+#include "stream_errors.h"
+
+namespace agentkit::providers {
+namespace {
+
+Usage usage_of(const Json& u) {
+  Usage usage;
+  if (!u.is_object()) return usage;
+  usage.input_tokens = u.value("input_tokens", std::int64_t{0});
+  usage.output_tokens = u.value("output_tokens", std::int64_t{0});
+  usage.cached_tokens = u.value("cache_read_input_tokens", std::int64_t{0});
+  return usage;
+}
+
+std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+
+Schema text_block(const std::string& text) {
+  Schema block = Schema::object();
+  block["type"] = "text";
+  block["text"] = text;
+  return block;
+}
+
+// Arguments as an object for `tool_use.input`; text that never parsed (a
+// repaired call) is sent back as an empty input.
+Schema input_of(const ToolCall& c) {
+  if (c.arguments.is_object()) return Schema::parse(c.arguments.dump());
+  return Schema::object();
+}
+
+}  // namespace
+
+std::string anthropic_stop_reason(std::string_view reason) {
+  if (reason == "tool_use") return "tool_calls";
+  if (reason == "max_tokens") return "length";
+  if (reason == "refusal") return "content_filter";
+  return "stop";
+}
+
+Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& options, bool stream) {
+  Schema body = Schema::object();
+  body["model"] = options.model.empty() ? std::string(request.model) : options.model;
+  body["max_tokens"] = options.max_tokens;
+  if (!request.system.empty()) body["system"] = std::string(request.system);
+  Schema messages = Schema::array();
+  for (const auto& m : request.messages) {
+    if (m.role == Role::tool) {
+      // Tool results open the next user turn; consecutive results share it.
+      Schema block = Schema::object();
+      block["type"] = "tool_result";
+      block["tool_use_id"] = m.tool_call_id;
+      block["content"] = m.content;
+      if (m.is_error) block["is_error"] = true;
+      const bool extend = !messages.empty() && messages.back()["role"] == "user" &&
+                          messages.back()["content"].is_array() && !messages.back()["content"].empty() &&
+                          messages.back()["content"].back()["type"] == "tool_result";
+      if (extend) {
+        messages.back()["content"].push_back(std::move(block));
+      } else {
+        Schema msg = Schema::object();
+        msg["role"] = "user";
+        msg["content"] = Schema::array({std::move(block)});
+        messages.push_back(std::move(msg));
+      }
+      continue;
+    }
+    Schema msg = Schema::object();
+    msg["role"] = m.role == Role::assistant ? "assistant" : "user";
+    if (m.role == Role::assistant && !m.tool_calls.empty()) {
+      Schema content = Schema::array();
+      if (!m.content.empty()) content.push_back(text_block(m.content));
+      for (const auto& c : m.tool_calls) {
+        Schema block = Schema::object();
+        block["type"] = "tool_use";
+        block["id"] = c.id;
+        block["name"] = c.name;
+        block["input"] = input_of(c);
+        content.push_back(std::move(block));
+      }
+      msg["content"] = std::move(content);
+    } else {
+      msg["content"] = m.content;
+    }
+    messages.push_back(std::move(msg));
+  }
+  body["messages"] = std::move(messages);
+  if (!request.tools.empty()) {
+    Schema tools = Schema::array();
+    for (const ToolSpec* spec : request.tools) tools.push_back(anthropic_tool(*spec));
+    body["tools"] = std::move(tools);
+  }
+  if (stream) body["stream"] = true;
+  return body;
+}
+
+ModelResponse anthropic_response(const Json& body) {
+  if (!body.is_object()) throw ProviderError(ErrorCode::protocol, "Anthropic response is not a JSON object");
+  if (body.value("type", std::string()) == "error") throw detail::stream_error(body.value("error", Json()));
+  auto content = body.find("content");
+  if (content == body.end() || !content->is_array()) {
+    throw ProviderError(ErrorCode::protocol, "Anthropic response has no content array");
+  }
+  ModelResponse out;
+  out.message.role = Role::assistant;
+  for (const auto& block : *content) {
+    if (!block.is_object()) continue;
+    const std::string type = text_of(block.value("type", Json()));
+    if (type == "text") {
+      out.message.content += text_of(block.value("text", Json()));
+    } else if (type == "tool_use") {
+      Json input = block.value("input", Json::object());
+      out.message.tool_calls.push_back(ToolCall{text_of(block.value("id", Json())), text_of(block.value("name", Json())),
+                                                input.is_object() ? input : Json::object(), {}});
+    }
+  }
+  out.finish_reason = anthropic_stop_reason(text_of(body.value("stop_reason", Json())));
+  out.usage = usage_of(body.value("usage", Json()));
+  return out;
+}
+
+void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
+  if (done_ || event.data.empty()) return;
+  Json e;
+  try {
+    e = Json::parse(event.data);
+  } catch (const Json::exception& ex) {
+    throw ProviderError(ErrorCode::protocol, std::string("Anthropic stream event is not JSON: ") + ex.what());
+  }
+  if (!e.is_object()) return;
+  const std::string type = text_of(e.value("type", Json()));
+  if (type == "error" || event.event == "error") throw detail::stream_error(e.value("error", Json()));
+  if (type == "message_start") {
+    usage_ = usage_of(e.value("message", Json::object()).value("usage", Json()));
+    return;
+  }
+  if (type == "message_stop") {
+    done_ = true;
+    return;
+  }
+  if (type == "message_delta") {
+    const Json delta = e.value("delta", Json::object());
+    if (auto r = delta.find("stop_reason"); r != delta.end() && r->is_string()) stop_reason_ = r->get<std::string>();
+    if (auto u = e.find("usage"); u != e.end() && u->is_object()) {
+      // Cumulative: replaces, never adds to, what message_start said.
+      if (u->contains("output_tokens")) usage_.output_tokens = u->value("output_tokens", std::int64_t{0});
+      if (u->contains("input_tokens")) usage_.input_tokens = u->value("input_tokens", std::int64_t{0});
+      if (u->contains("cache_read_input_tokens")) usage_.cached_tokens = u->value("cache_read_input_tokens", std::int64_t{0});
+    }
+    return;
+  }
+  if (type != "content_block_start" && type != "content_block_delta" && type != "content_block_stop") return;
+  const auto index = e.value("index", std::size_t{0});
+  if (index > 1024) throw ProviderError(ErrorCode::protocol, "Anthropic stream: content block index out of range");
+  if (index >= blocks_.size()) blocks_.resize(index + 1);
+  Block& block = blocks_[index];
+  if (type == "content_block_start") {
+    const Json cb = e.value("content_block", Json::object());
+    block.type = text_of(cb.value("type", Json()));
+    block.id = text_of(cb.value("id", Json()));
+    block.name = text_of(cb.value("name", Json()));
+    block.text = text_of(cb.value("text", Json()));
+  } else if (type == "content_block_delta") {
+    const Json delta = e.value("delta", Json::object());
+    const std::string dt = text_of(delta.value("type", Json()));
+    if (dt == "text_delta") block.text += text_of(delta.value("text", Json()));
+    if (dt == "input_json_delta") block.partial_json += text_of(delta.value("partial_json", Json()));
+  } else {
+    block.stopped = true;
+  }
+}
+
+ModelResponse AnthropicStreamAccumulator::finish() {
+  ModelResponse out;
+  out.message.role = Role::assistant;
+  for (const auto& block : blocks_) {
+    if (block.type == "text") {
+      out.message.content += block.text;
+    } else if (block.type == "tool_use") {
+      ToolCall call{block.id, block.name, Json::object(), {}};
+      // A no-argument tool sends "" as its only delta: that is {}. Text is
+      // handed to the loop unparsed, so a cut-off input becomes a repair.
+      if (!block.partial_json.empty()) call.arguments_text = block.partial_json;
+      if (!block.stopped && call.arguments_text.empty()) call.arguments_text = "{";
+      out.message.tool_calls.push_back(std::move(call));
+    }
+  }
+  out.finish_reason = stop_reason_.empty() ? (out.message.tool_calls.empty() ? "stop" : "tool_calls")
+                                           : anthropic_stop_reason(stop_reason_);
+  out.usage = usage_;
+  return out;
+}
+
+AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOptions options)
+    : transport_(std::move(transport)), options_(std::move(options)) {
+  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+}
+
+ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {
+  HttpRequest http;
+  http.url = options_.base_url + "/v1/messages";
+  http.headers = {{"content-type", "application/json"}, {"anthropic-version", options_.version}};
+  if (!options_.api_key.empty()) http.headers.emplace_back("x-api-key", options_.api_key);
+  for (const auto& h : options_.extra_headers) http.headers.push_back(h);
+  http.body = anthropic_body(request, options_, options_.stream).dump();
+  if (!options_.stream) {
+    HttpResponse response = transport_->send(http, &ctx.cancellation);
+    Json body;
+    try {
+      body = Json::parse(response.body);
+    } catch (const Json::exception&) {
+      throw ProviderError(ErrorCode::protocol, "Anthropic response body is not JSON", response.status);
+    }
+    return anthropic_response(body);
+  }
+  AnthropicStreamAccumulator acc;
+  SseDecoder decoder;
+  const SseDecoder::Sink sink = [&](const SseEvent& e) { acc.on_event(e); };
+  // Read to the end even after the final event, so the connection stays
+  // reusable (an aborted transfer closes it).
+  transport_->stream(http, [&](std::string_view bytes) {
+    decoder.feed(bytes, sink);
+    return true;
+  }, &ctx.cancellation);
+  decoder.finish(sink);
+  return acc.finish();
+}
+
+}  // namespace agentkit::providers

@@ -1,0 +1,208 @@
+#include <agentkit/providers/openai.h>
+
+#include <agentkit/providers/tool_format.h>
+
+#include "stream_errors.h"
+
+namespace agentkit::providers {
+namespace {
+
+Schema message_json(const Message& m) {
+  Schema out = Schema::object();
+  switch (m.role) {
+    case Role::system:
+    case Role::user:
+      out["role"] = m.role == Role::system ? "system" : "user";
+      out["content"] = m.content;
+      return out;
+    case Role::assistant: {
+      out["role"] = "assistant";
+      out["content"] = m.content.empty() && !m.tool_calls.empty() ? Schema(nullptr) : Schema(m.content);
+      if (!m.tool_calls.empty()) {
+        Schema calls = Schema::array();
+        for (const auto& c : m.tool_calls) {
+          Schema function = Schema::object();
+          function["name"] = c.name;
+          // Arguments travel as a JSON string; "{}" for no-argument calls.
+          function["arguments"] = c.arguments_text.empty()
+                                      ? (c.arguments.is_null() ? std::string("{}") : canonical_dump(c.arguments))
+                                      : c.arguments_text;
+          Schema call = Schema::object();
+          call["id"] = c.id;
+          call["type"] = "function";
+          call["function"] = std::move(function);
+          calls.push_back(std::move(call));
+        }
+        out["tool_calls"] = std::move(calls);
+      }
+      return out;
+    }
+    case Role::tool:
+      out["role"] = "tool";
+      out["tool_call_id"] = m.tool_call_id;
+      out["content"] = m.content;
+      return out;
+  }
+  return out;
+}
+
+Usage usage_of(const Json& u) {
+  Usage usage;
+  if (!u.is_object()) return usage;
+  usage.input_tokens = u.value("prompt_tokens", std::int64_t{0});
+  usage.output_tokens = u.value("completion_tokens", std::int64_t{0});
+  if (auto d = u.find("prompt_tokens_details"); d != u.end() && d->is_object()) {
+    usage.cached_tokens = d->value("cached_tokens", std::int64_t{0});
+  }
+  return usage;
+}
+
+std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+
+}  // namespace
+
+std::string openai_finish_reason(std::string_view reason) {
+  if (reason == "tool_calls" || reason == "function_call") return "tool_calls";
+  if (reason == "length") return "length";
+  if (reason == "content_filter") return "content_filter";
+  return "stop";
+}
+
+Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream) {
+  Schema body = Schema::object();
+  body["model"] = options.model.empty() ? std::string(request.model) : options.model;
+  Schema messages = Schema::array();
+  if (!request.system.empty()) messages.push_back(message_json(Message{Role::system, std::string(request.system)}));
+  for (const auto& m : request.messages) messages.push_back(message_json(m));
+  body["messages"] = std::move(messages);
+  if (!request.tools.empty()) {
+    Schema tools = Schema::array();
+    for (const ToolSpec* spec : request.tools) tools.push_back(openai_tool(*spec, {.strict = options.strict_tools}));
+    body["tools"] = std::move(tools);
+    if (options.tool_choice) body["tool_choice"] = *options.tool_choice;
+  }
+  if (options.max_tokens) body["max_tokens"] = *options.max_tokens;
+  if (stream) {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+  }
+  return body;
+}
+
+ModelResponse openai_chat_response(const Json& body) {
+  if (!body.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI response is not a JSON object");
+  if (auto e = body.find("error"); e != body.end() && !e->is_null()) throw detail::stream_error(*e);
+  auto choices = body.find("choices");
+  if (choices == body.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {
+    throw ProviderError(ErrorCode::protocol, "OpenAI response has no choices");
+  }
+  const Json& choice = (*choices)[0];
+  const Json message = choice.value("message", Json::object());
+  ModelResponse out;
+  out.message.role = Role::assistant;
+  out.message.content = text_of(message.value("content", Json()));
+  if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
+    for (const auto& c : *calls) {
+      const Json function = c.value("function", Json::object());
+      ToolCall call;
+      call.id = text_of(c.value("id", Json()));
+      call.name = text_of(function.value("name", Json()));
+      call.arguments_text = text_of(function.value("arguments", Json()));
+      if (call.arguments_text.empty()) call.arguments_text = "{}";
+      out.message.tool_calls.push_back(std::move(call));
+    }
+  }
+  out.finish_reason = openai_finish_reason(text_of(choice.value("finish_reason", Json())));
+  out.usage = usage_of(body.value("usage", Json()));
+  return out;
+}
+
+void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
+  if (done_ || event.data.empty()) return;
+  if (event.data == "[DONE]") {
+    done_ = true;
+    return;
+  }
+  Json chunk;
+  try {
+    chunk = Json::parse(event.data);
+  } catch (const Json::exception& e) {
+    throw ProviderError(ErrorCode::protocol, std::string("OpenAI stream chunk is not JSON: ") + e.what());
+  }
+  if (!chunk.is_object()) return;
+  if (auto e = chunk.find("error"); e != chunk.end() && !e->is_null()) throw detail::stream_error(*e);
+  if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) usage_ = usage_of(*u);
+  auto choices = chunk.find("choices");
+  if (choices == chunk.end() || !choices->is_array()) return;
+  for (const auto& choice : *choices) {
+    if (!choice.is_object() || choice.value("index", 0) != 0) continue;  // n > 1: the first choice only
+    const Json delta = choice.value("delta", Json::object());
+    content_ += text_of(delta.value("content", Json()));
+    if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
+      for (const auto& c : *calls) {
+        const auto index = c.value("index", static_cast<std::size_t>(calls_.size()));
+        if (index > 1024) throw ProviderError(ErrorCode::protocol, "OpenAI stream: tool call index out of range");
+        if (index >= calls_.size()) calls_.resize(index + 1);
+        PartialCall& call = calls_[index];
+        if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get<std::string>();
+        const Json function = c.value("function", Json::object());
+        if (auto n = function.find("name"); n != function.end() && n->is_string()) call.name += n->get<std::string>();
+        if (auto a = function.find("arguments"); a != function.end() && a->is_string()) {
+          call.arguments += a->get<std::string>();
+        }
+      }
+    }
+    if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
+  }
+}
+
+ModelResponse OpenAIStreamAccumulator::finish() {
+  ModelResponse out;
+  out.message.role = Role::assistant;
+  out.message.content = content_;
+  for (const auto& c : calls_) {
+    if (c.name.empty() && c.id.empty()) continue;
+    out.message.tool_calls.push_back(ToolCall{c.id, c.name, Json::object(), c.arguments.empty() ? "{}" : c.arguments});
+  }
+  out.finish_reason = finish_reason_.empty() ? (out.message.tool_calls.empty() ? "stop" : "tool_calls")
+                                             : openai_finish_reason(finish_reason_);
+  out.usage = usage_;
+  return out;
+}
+
+OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options)
+    : transport_(std::move(transport)), options_(std::move(options)) {
+  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+}
+
+ModelResponse OpenAIChatModel::complete(const ModelRequest& request, RunContext& ctx) {
+  HttpRequest http;
+  http.url = options_.base_url + "/chat/completions";
+  http.headers = {{"content-type", "application/json"}};
+  if (!options_.api_key.empty()) http.headers.emplace_back("authorization", "Bearer " + options_.api_key);
+  for (const auto& h : options_.extra_headers) http.headers.push_back(h);
+  http.body = openai_chat_body(request, options_, options_.stream).dump();
+  if (!options_.stream) {
+    HttpResponse response = transport_->send(http, &ctx.cancellation);
+    Json body;
+    try {
+      body = Json::parse(response.body);
+    } catch (const Json::exception&) {
+      throw ProviderError(ErrorCode::protocol, "OpenAI response body is not JSON", response.status);
+    }
+    return openai_chat_response(body);
+  }
+  OpenAIStreamAccumulator acc;
+  SseDecoder decoder;
+  const SseDecoder::Sink sink = [&](const SseEvent& e) { acc.on_event(e); };
+  // Read to the end even after the final event, so the connection stays
+  // reusable (an aborted transfer closes it).
+  transport_->stream(http, [&](std::string_view bytes) {
+    decoder.feed(bytes, sink);
+    return true;
+  }, &ctx.cancellation);
+  decoder.finish(sink);
+  return acc.finish();
+}
+
+}  // namespace agentkit::providers

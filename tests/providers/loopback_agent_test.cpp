@@ -1,0 +1,156 @@
+// A full agent run (the Lisbon example) through each adapter, over real HTTP
+// on loopback: libcurl on one side, WireServer on the other.
+#include <catch2/catch.hpp>
+
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
+#include <agentkit/function_tool.h>
+#include <agentkit/providers/models.h>
+#include <agentkit/testing/test_context.h>
+#include <agentkit/testing/wire_server.h>
+
+using agentkit::Json;
+using agentkit::testing::WireServer;
+
+namespace {
+
+agentkit::ToolPtr city_population() {
+  return agentkit::tool("city_population")
+      .doc("Look up the most recent census population for a named city.")
+      .side_effecting(false)
+      .idempotent()
+      .params("city")
+      .fn([](const std::string& city) { return city == "Lisbon" ? 545000 : 0; });
+}
+
+WireServer::Response sse(std::vector<std::string> events) {
+  WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  for (auto& e : events) r.chunks.push_back(std::move(e));
+  return r;
+}
+
+WireServer::Response json(const Json& body) {
+  WireServer::Response r;
+  r.headers = {{"content-type", "application/json"}};
+  r.body = body.dump();
+  return r;
+}
+
+agentkit::RunResult run_lisbon(const std::string& model, const agentkit::providers::ProviderSettings& settings) {
+  agentkit::Agent agent("atlas", model, "You answer questions about cities.",
+                        agentkit::cognition::react({city_population()}));
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver(settings);
+  return agent.run("How big is Lisbon?", ctx);
+}
+
+}  // namespace
+
+TEST_CASE("Lisbon through the OpenAI adapter, streaming, over loopback", "[loopback][openai]") {
+  WireServer server;
+  server.enqueue(sse({
+      R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"city_population","arguments":""}}]}}]})" "\n\n",
+      R"(data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]})" "\n\n",
+      R"(data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Lisbon\"}"}}]}}]})" "\n\n",
+      R"(data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})" "\n\n",
+      R"(data: {"choices":[],"usage":{"prompt_tokens":50,"completion_tokens":10}})" "\n\ndata: [DONE]\n\n"}));
+  server.enqueue(sse({
+      R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})" "\n\n",
+      R"(data: {"choices":[{"index":0,"delta":{"content":"Lisbon has about "}}]})" "\n\n",
+      R"(data: {"choices":[{"index":0,"delta":{"content":"545,000 residents."},"finish_reason":"stop"}]})" "\n\n",
+      R"(data: {"choices":[],"usage":{"prompt_tokens":70,"completion_tokens":8}})" "\n\ndata: [DONE]\n\n"}));
+  auto result = run_lisbon("openai/gpt-4o-mini@" + server.base_url() + "/v1", {.openai_api_key = "sk-test-key"});
+  REQUIRE(result.stop_reason == agentkit::StopReason::answered);
+  CHECK(result.output == "Lisbon has about 545,000 residents.");
+  CHECK(result.usage.input_tokens == 120);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].path == "/v1/chat/completions");
+  CHECK(requests[0].header("authorization") == "Bearer sk-test-key");
+  const Json second = Json::parse(requests[1].body);
+  CHECK(second["model"] == "gpt-4o-mini");
+  CHECK(second["messages"][2]["tool_calls"][0]["function"]["arguments"] == R"({"city":"Lisbon"})");
+  CHECK(second["messages"][3] == Json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "545000"}}));
+  // The system prompt and tools are sent byte-identically on both turns.
+  CHECK(Json::parse(requests[0].body)["tools"].dump() == second["tools"].dump());
+  CHECK(server.connections_accepted() == 1);  // keep-alive
+}
+
+TEST_CASE("Lisbon through the OpenAI adapter without streaming", "[loopback][openai]") {
+  WireServer server;
+  server.enqueue(json({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
+                                     {"message", {{"role", "assistant"}, {"content", nullptr},
+                                                  {"tool_calls", {{{"id", "call_1"}, {"type", "function"},
+                                                                   {"function", {{"name", "city_population"}, {"arguments", "{\"city\": \"Lisbon\"}"}}}}}}}}}}},
+                       {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 5}}}}));
+  server.enqueue(json({{"choices", {{{"index", 0}, {"finish_reason", "stop"},
+                                     {"message", {{"role", "assistant"}, {"content", "About 545,000."}}}}}}}));
+  auto result = run_lisbon("openai/gpt-4o-mini@" + server.base_url() + "/v1", {.stream = false});
+  CHECK(result.output == "About 545,000.");
+  CHECK(server.requests().at(1).body.find("545000") != std::string::npos);
+  CHECK(Json::parse(server.requests().at(0).body).contains("stream") == false);
+}
+
+TEST_CASE("Lisbon through the Anthropic adapter, streaming, over loopback", "[loopback][anthropic]") {
+  WireServer server;
+  server.enqueue(sse({
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":30,\"output_tokens\":1}}}\n\n",
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"city_population\",\"input\":{}}}\n\n",
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \\\"Lis\"}}\n\n",
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"bon\\\"}\"}}\n\n",
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":12}}\n\n",
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"}));
+  server.enqueue(sse({
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":60,\"output_tokens\":1}}}\n\n",
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Lisbon has about 545,000 residents.\"}}\n\n",
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n",
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"}));
+  auto result = run_lisbon("anthropic/claude-test@" + server.base_url(), {.anthropic_api_key = "sk-ant-test"});
+  REQUIRE(result.stop_reason == agentkit::StopReason::answered);
+  CHECK(result.output == "Lisbon has about 545,000 residents.");
+  CHECK(result.usage.output_tokens == 21);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].path == "/v1/messages");
+  CHECK(requests[0].header("x-api-key") == "sk-ant-test");
+  CHECK(requests[0].header("anthropic-version") == "2023-06-01");
+  const Json second = Json::parse(requests[1].body);
+  CHECK(second["messages"][1]["content"][0]["input"] == Json({{"city", "Lisbon"}}));
+  CHECK(second["messages"][2]["content"][0] ==
+        Json({{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "545000"}}));
+}
+
+TEST_CASE("provider faults end in typed errors with no tool run twice", "[loopback][faults]") {
+  std::atomic<int> runs{0};
+  auto counted = agentkit::tool("record").doc("Record one event in the external ledger; side-effecting.")
+                     .side_effecting(true).fn([&] { return ++runs; });
+  WireServer server;
+  // Turn 1: the model asks for the side-effecting tool.
+  server.enqueue(sse({R"(data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"record","arguments":"{}"}}]},"finish_reason":"tool_calls"}]})" "\n\ndata: [DONE]\n\n"}));
+  // Turn 2: rate limited, then the stream resets after its first chunk.
+  WireServer::Response limited;
+  limited.status = 429;
+  limited.headers = {{"retry-after-ms", "20"}, {"content-type", "application/json"}};
+  limited.body = R"({"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}})";
+  server.enqueue(limited);
+  auto reset = sse({R"(data: {"choices":[{"index":0,"delta":{"content":"Recorded"}}]})" "\n\n", "data: never sent\n\n"});
+  reset.fault = WireServer::Fault::reset_mid_stream;
+  reset.fault_after_chunks = 1;
+  server.enqueue(reset);
+  agentkit::Agent agent("a", "openai/m@" + server.base_url(), "p", agentkit::cognition::react({counted}));
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver({});
+  auto result = agent.run("go", ctx);
+  CHECK(result.stop_reason == agentkit::StopReason::failed);
+  CHECK_THAT(result.error, Catch::Contains("model call failed"));
+  CHECK(runs == 1);                          // the tool ran once; no retry re-ran it
+  CHECK(server.requests().size() == 3);      // 1 + 429 + the reset stream, never retried after content began
+  // The history stays valid: the tool call has its result.
+  const auto& h = result.state.history;
+  REQUIRE(h.size() >= 3);
+  CHECK(h[2].role == agentkit::Role::tool);
+}
