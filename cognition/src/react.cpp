@@ -112,13 +112,20 @@ class ReActDriver final : public RunHandle::Driver {
   }
 
   void wait() override {
-    if (pending_) pending_->wait_idle();
+    if (in_flight_) {
+      in_flight_->wait(std::chrono::milliseconds(10));
+    } else if (pending_) {
+      pending_->wait_idle();
+    }
   }
 
   bool done() const override { return done_; }
   const RunResult& result() const override { return result_; }
   std::vector<Event> drain_events() override { return events_->drain(); }
-  void cancel() override { ctx_.cancellation.cancel(); }
+  void cancel() override {
+    ctx_.cancellation.cancel();
+    if (in_flight_) in_flight_->cancel();
+  }
 
  private:
   void step() {
@@ -167,9 +174,16 @@ class ReActDriver final : public RunHandle::Driver {
     model_slot_ = std::make_shared<ModelSlot>();
     auto executor = ctx_.executor;
     const Schema* output_schema = agent_.options().output ? &agent_.options().output->schema : nullptr;
+    ModelRequest request{agent_.model(), agent_.prompt(), st_.history, specs_, output_schema};
+    try {
+      // A model with its own non-blocking call is advanced from poll().
+      if ((in_flight_ = model_->begin(request, ctx_))) return;
+    } catch (...) {
+      model_slot_->error = std::current_exception();
+      return;
+    }
     if (!executor || executor->inline_execution()) {
       // Same thread: the request views the run's own history, no copies.
-      ModelRequest request{agent_.model(), agent_.prompt(), st_.history, specs_, output_schema};
       try {
         model_slot_->response = model_->complete(request, ctx_);
       } catch (...) {
@@ -194,6 +208,15 @@ class ReActDriver final : public RunHandle::Driver {
   }
 
   void collect_model() {
+    if (in_flight_) {
+      if (!in_flight_->poll()) return;
+      try {
+        model_slot_->response = in_flight_->take();
+      } catch (...) {
+        model_slot_->error = std::current_exception();
+      }
+      in_flight_.reset();
+    }
     if (busy()) return;
     auto slot = std::exchange(model_slot_, nullptr);
     if (slot->error) {
@@ -452,6 +475,7 @@ class ReActDriver final : public RunHandle::Driver {
   std::set<std::string> approved_;
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
+  std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()
   std::shared_ptr<std::vector<CallSlot>> calls_;
   std::vector<std::size_t> call_index_;
   Json structured_;

@@ -1,5 +1,6 @@
 #pragma once
 // Models are an interface: FakeLLM and the provider adapters implement it.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -29,14 +30,38 @@ struct ModelResponse {
   std::string finish_reason = "stop";  // normalised: stop, tool_calls, length, content_filter, error
 };
 
-// A model. `complete` may block (network); agentkit calls it on the run's
-// executor, never on a non-blocking host's thread unless the host chose an
-// inline executor. Implementations MUST be safe to call from several runs at
-// once. Failures throw (provider errors are typed in agentkit::providers).
+// A model call in flight, advanced by its owner without blocking.
+class PendingCompletion {
+ public:
+  virtual ~PendingCompletion() = default;
+  // Advances the call without blocking (no sleeping, no waiting on the
+  // network); true once the response or an error is ready.
+  virtual bool poll() = 0;
+  // Blocks up to `max` until poll() may make progress (for blocking drivers).
+  virtual void wait(std::chrono::milliseconds max) = 0;
+  // The response, or throws the call's error. Valid once poll() returned true.
+  virtual ModelResponse take() = 0;
+  // Aborts the call; poll() then returns true and take() throws.
+  virtual void cancel() = 0;
+};
+
+// A model. `complete` may block (network). A model that can also run a call
+// without blocking returns it from `begin`; the run loop then advances it
+// from RunHandle::poll() on the host's thread. Otherwise the loop runs
+// `complete` on the run's executor (inline when the context has none).
+// Implementations MUST be safe to call from several runs at once. Failures
+// throw (provider errors are typed in agentkit::providers).
 class Model {
  public:
   virtual ~Model() = default;
   virtual ModelResponse complete(const ModelRequest& request, RunContext& ctx) = 0;
+  // A non-blocking call, or nullptr when this model has none. MUST copy what
+  // it needs from `request` before returning.
+  virtual std::unique_ptr<PendingCompletion> begin(const ModelRequest& request, RunContext& ctx) {
+    (void)request;
+    (void)ctx;
+    return nullptr;
+  }
 };
 
 // Resolves an agent's model name to a model.
