@@ -88,6 +88,8 @@ class ReActDriver final : public RunHandle::Driver {
     ctx_.correlation_id = st_.run_id;
     if (ctx_.span_id.empty()) ctx_.span_id = RunContext::new_id("span");
     ctx_.events = events_;
+    parent_usage_ = std::exchange(ctx_.usage, std::make_shared<UsageMeter>());
+    ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
     specs_ = cognition_.tools().schemas();
     if (ctx_.models) {
@@ -233,6 +235,7 @@ class ReActDriver final : public RunHandle::Driver {
     ModelResponse& response = slot->response;
     ++st_.iterations;
     st_.usage += response.usage;
+    ctx_.usage->add(response.usage);
     ctx_.budget->charge_tokens(response.usage);
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
     Message message = std::move(response.message);
@@ -447,7 +450,8 @@ class ReActDriver final : public RunHandle::Driver {
     result_.output = st_.output;
     result_.structured = structured_;
     result_.error = std::move(error);
-    result_.usage = st_.usage;
+    result_.usage = ctx_.usage->total();  // this run's steps plus its sub-runs'
+    if (parent_usage_) parent_usage_->add(result_.usage);
     result_.iterations = st_.iterations;
     if (reason == StopReason::suspended) {
       Suspended s;
@@ -471,6 +475,7 @@ class ReActDriver final : public RunHandle::Driver {
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
   std::shared_ptr<Model> model_;
   std::string model_error_;  // why the resolver gave no model
+  std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
   std::set<std::string> approved_;
   std::shared_ptr<Pending> pending_;

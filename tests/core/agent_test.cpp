@@ -111,6 +111,7 @@ TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approva
     auto resumed = agent.resume(restored, {{"c1", Decision::approve()}}, ctx);
     CHECK(resumed.stop_reason == StopReason::answered);
     CHECK(resumed.output == "Refund issued.");
+    CHECK(resumed.usage.input_tokens == 20);  // both steps, across the suspension
     CHECK(refunds.executed == 1);
     CHECK(llm->requests().back().messages.back().content == "refunded 20.0 on A-1");
   }
@@ -353,6 +354,8 @@ TEST_CASE("octopus: an agent as a tool", "[agent][as_tool][spec]") {
   CHECK(requests[1].messages[0].content == "octopus tool use");
   CHECK(requests[2].messages.back().content == "Octopuses carry coconut shells as portable shelters.");
   CHECK(ctx.budget->model_steps() == 3);  // the child shares the budget
+  CHECK(result.usage.input_tokens == 30);  // usage totals the researcher's step too
+  CHECK(result.usage.output_tokens == 15);
 }
 
 TEST_CASE("nested as_tool hits the depth limit as a model-visible error", "[agent][as_tool]") {

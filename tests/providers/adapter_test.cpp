@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -259,6 +260,78 @@ TEST_CASE("Anthropic response: text and tool_use blocks, error bodies", "[adapte
 }
 
 // ------------------------------------------------------------ conformance over recorded traffic
+
+namespace {
+
+// Feeds `body` to an accumulator in the given chunks; a thrown error is part
+// of the result (its message), so error streams compare too.
+template <class Acc>
+std::string decode_in_chunks(const std::string& body, const std::vector<std::size_t>& cuts) {
+  Acc acc;
+  SseDecoder decoder;
+  const SseDecoder::Sink sink = [&](const SseEvent& e) { acc.on_event(e); };
+  try {
+    std::size_t at = 0;
+    for (std::size_t cut : cuts) {
+      decoder.feed(std::string_view(body).substr(at, cut - at), sink);
+      at = cut;
+    }
+    decoder.feed(std::string_view(body).substr(at), sink);
+    decoder.finish(sink);
+    auto r = acc.finish();
+    return agentkit::to_json(r.message).dump() + "|" + r.finish_reason + "|" + agentkit::to_json(r.usage).dump();
+  } catch (const ProviderError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+template <class Acc>
+void check_chunking_invariance(const fs::path& file, std::mt19937& rng) {
+  const std::string body = read_file(file);
+  const std::string whole = decode_in_chunks<Acc>(body, {});
+  for (std::size_t k = 1; k < body.size(); ++k) {
+    const std::string split = decode_in_chunks<Acc>(body, {k});
+    if (split != whole) {
+      FAIL_CHECK(file.filename().string() << " decodes differently when split at byte " << k);
+      return;
+    }
+  }
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::size_t> cuts;
+    for (std::size_t at = 0;;) {
+      at += 1 + rng() % 64;
+      if (at >= body.size()) break;
+      cuts.push_back(at);
+    }
+    CHECK(decode_in_chunks<Acc>(body, cuts) == whole);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conformance: every recorded stream decodes the same in any chunking", "[adapter][conformance]") {
+  auto dir = wire_dir();
+  if (!dir) {
+    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; chunking invariance not checked");
+    return;
+  }
+  std::mt19937 rng(20261130);
+  int files = 0;
+  for (const char* sub : {"openai-chat", "openai-compatible", "anthropic"}) {
+    for (const auto& entry : fs::directory_iterator(*dir / sub)) {
+      if (entry.path().extension() != ".sse") continue;
+      CAPTURE(entry.path().filename().string());
+      ++files;
+      if (std::string(sub) == "anthropic") {
+        check_chunking_invariance<AnthropicStreamAccumulator>(entry.path(), rng);
+      } else {
+        check_chunking_invariance<OpenAIStreamAccumulator>(entry.path(), rng);
+      }
+    }
+  }
+  std::cout << "chunking invariance: " << files << " recorded streams, split at every byte and 20 random chunkings\n";
+  CHECK(files >= 15);
+}
 
 TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes", "[adapter][conformance]") {
   auto dir = wire_dir();

@@ -96,6 +96,23 @@ class CancellationToken {
   std::shared_ptr<std::atomic<bool>> flag_;
 };
 
+// Token usage totalled across a run and the sub-runs it starts. Thread-safe.
+class UsageMeter {
+ public:
+  void add(const Usage& usage) {
+    std::lock_guard lock(mutex_);
+    total_ += usage;
+  }
+  Usage total() const {
+    std::lock_guard lock(mutex_);
+    return total_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  Usage total_;
+};
+
 // Thrown by RunContext::child() past max_depth.
 class DepthLimitExceeded : public std::runtime_error {
  public:
@@ -130,6 +147,7 @@ class RunContext {
   CancellationToken cancellation;
   std::shared_ptr<Observer> observer;
   std::shared_ptr<EventQueue> events;  // set by a running agent; emit() queues there
+  std::shared_ptr<UsageMeter> usage;   // set by a running agent; sub-runs add their totals to it
   std::shared_ptr<state::Store> store;  // where durable state goes
   ModelResolver models;
   std::shared_ptr<const Invoker> invoker;

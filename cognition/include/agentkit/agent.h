@@ -82,7 +82,7 @@ struct RunResult {
   Json structured;     // the decoded answer when the agent declares an output type
   std::optional<Suspended> suspended;
   std::string error;  // why a run failed or stopped early
-  Usage usage;
+  Usage usage;        // this run's model calls plus those of sub-runs it started (as_tool)
   int iterations = 0;
   RunState state;  // feed to Agent::resume
 };
