@@ -2,6 +2,7 @@
 
 #include <agentkit/providers/tool_format.h>
 
+#include "pending_call.h"
 #include "stream_errors.h"
 
 namespace agentkit::providers {
@@ -199,34 +200,31 @@ AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOp
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
 }
 
-ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {
+std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& request, RunContext& ctx) {
   HttpRequest http;
   http.url = options_.base_url + "/v1/messages";
   http.headers = {{"content-type", "application/json"}, {"anthropic-version", options_.version}};
   if (!options_.api_key.empty()) http.headers.emplace_back("x-api-key", options_.api_key);
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = anthropic_body(request, options_, options_.stream).dump();
-  if (!options_.stream) {
-    HttpResponse response = transport_->send(http, &ctx.cancellation);
-    Json body;
-    try {
-      body = Json::parse(response.body);
-    } catch (const Json::exception&) {
-      throw ProviderError(ErrorCode::protocol, "Anthropic response body is not JSON", response.status);
-    }
-    return anthropic_response(body);
+  if (options_.stream) {
+    return std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(*transport_, std::move(http),
+                                                                                     ctx.cancellation);
   }
-  AnthropicStreamAccumulator acc;
-  SseDecoder decoder;
-  const SseDecoder::Sink sink = [&](const SseEvent& e) { acc.on_event(e); };
-  // Read to the end even after the final event, so the connection stays
-  // reusable (an aborted transfer closes it).
-  transport_->stream(http, [&](std::string_view bytes) {
-    decoder.feed(bytes, sink);
-    return true;
-  }, &ctx.cancellation);
-  decoder.finish(sink);
-  return acc.finish();
+  return std::make_unique<detail::WholeCompletion>(
+      *transport_, std::move(http), ctx.cancellation, [](const HttpResponse& response) {
+        Json body;
+        try {
+          body = Json::parse(response.body);
+        } catch (const Json::exception&) {
+          throw ProviderError(ErrorCode::protocol, "Anthropic response body is not JSON", response.status);
+        }
+        return anthropic_response(body);
+      });
+}
+
+ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {
+  return detail::complete_now(*begin(request, ctx));
 }
 
 }  // namespace agentkit::providers

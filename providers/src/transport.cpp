@@ -1,16 +1,20 @@
 // Transport over libcurl. This is the only file that includes <curl/curl.h>.
 //
-// Every transfer, blocking or streamed, runs through a multi handle that this
-// thread drives itself: curl_multi_poll() wakes at least every 10 ms, so a
-// cancelled token or an idle stream is noticed within one tick instead of at
-// libcurl's roughly once-a-second progress callback. Each pooled slot pairs an
-// easy handle with its own multi handle because libcurl keeps the connection
-// cache in the multi handle: reusing the pair reuses the keep-alive connection.
+// Every transfer, blocking or streamed, is an AsyncRequest: a state machine
+// over a multi handle that its owner advances with poll() (never waiting)
+// and, when it may block, wait() (curl_multi_poll() for at most 10 ms, or the
+// retry deadline). The blocking calls loop over poll()/wait(), so a cancelled
+// token or an idle stream is noticed within one tick instead of at libcurl's
+// roughly once-a-second progress callback, and retries are scheduled, not
+// slept. Each pooled slot pairs an easy handle with its own multi handle
+// because libcurl keeps the connection cache in the multi handle: reusing the
+// pair reuses the keep-alive connection.
 #include <agentkit/providers/transport.h>
 
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <exception>
@@ -154,14 +158,13 @@ std::string origin_of(const std::string& url) {
   return url.substr(0, start) + authority;
 }
 
-}  // namespace
-
-struct Transport::Impl {
+// The idle slots a Transport and its requests in flight share.
+struct Pool {
   std::mutex mutex;  // guards idle and rng
   std::vector<Slot> idle;
   std::minstd_rand rng{std::random_device{}()};
 
-  ~Impl() {
+  ~Pool() {
     for (auto& slot : idle) {
       curl_easy_cleanup(slot.easy);
       curl_multi_cleanup(slot.multi);
@@ -197,38 +200,26 @@ struct Transport::Impl {
     curl_multi_cleanup(slot.multi);
   }
 
-  // The retry loop shared by send() (on_data null, fills *out) and stream().
-  void execute(const TransportOptions& options, const HttpRequest& request,
-               const std::function<bool(std::string_view)>* on_data, const CancellationToken* cancel,
-               HttpResponse* out);
-
   milliseconds jitter(milliseconds cap) {
     std::lock_guard lock(mutex);
     return milliseconds(std::uniform_int_distribution<long long>(0, std::max<long long>(cap.count(), 0))(rng));
   }
 };
 
-namespace {
+}  // namespace
 
-// Sleeps `d`, checking `cancel` every tick.
-void sleep_cancellable(milliseconds d, const CancellationToken* cancel) {
-  const auto until = Clock::now() + d;
-  for (auto now = Clock::now(); now < until; now = Clock::now()) {
-    if (cancel && cancel->cancelled()) return;
-    std::this_thread::sleep_for(std::min<Clock::duration>(until - now, kTick));
-  }
-}
+struct Transport::Impl : Pool {};
 
-struct Outcome {
-  bool done = false;                    // a complete response (any status), or the caller stopped
-  std::optional<ProviderError> error;  // a transport-level failure
-  bool retry = false;                  // the failure may be retried
-};
-
-class Call {
- public:
-  Call(const TransportOptions& options, const HttpRequest& request) : options_(options), request_(request) {
-    for (const auto& [name, value] : request.headers) {
+struct AsyncRequest::State {
+  State(std::shared_ptr<Pool> pool, const TransportOptions& options, HttpRequest request,
+        std::function<bool(std::string_view)> on_data, const CancellationToken* cancel)
+      : pool_(std::move(pool)),
+        options_(options),
+        request_(std::move(request)),
+        on_data_(std::move(on_data)),
+        secrets_(secrets_of(request_.headers)) {
+    if (cancel) token_ = *cancel;
+    for (const auto& [name, value] : request_.headers) {
       if ((name + value).find_first_of("\r\n") != std::string::npos) {
         curl_slist_free_all(headers_);
         throw ProviderError(ErrorCode::invalid, "request header '" + name.substr(0, name.find_first_of("\r\n")) +
@@ -238,119 +229,210 @@ class Call {
     }
     headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip for large bodies
   }
-  ~Call() { curl_slist_free_all(headers_); }
-  Call(const Call&) = delete;
-  Call& operator=(const Call&) = delete;
 
-  Outcome run(Slot slot, Attempt& a, const CancellationToken* cancel) {
-    CURL* easy = slot.easy;
-    char error_buffer[CURL_ERROR_SIZE] = {0};
-    configure(easy, a, error_buffer);
+  ~State() {
+    release();
+    curl_slist_free_all(headers_);
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
 
-    curl_multi_add_handle(slot.multi, easy);
-    const auto started = Clock::now();
-    a.last_byte = started;
-    bool cancelled = false;
-    bool idle = false;
+  bool poll() {
+    if (phase_ == Phase::done) return true;
+    if (cancel_requested_.load(std::memory_order_acquire) || (token_ && token_->cancelled())) {
+      release();  // removing an unfinished transfer aborts it and closes its connection
+      fail(ProviderError(ErrorCode::cancelled, "request cancelled"));
+      return true;
+    }
+    if (phase_ == Phase::backoff) {
+      if (Clock::now() < retry_at_) return false;
+      phase_ = Phase::ready;
+    }
+    if (phase_ == Phase::ready) {
+      try {
+        begin_attempt();
+      } catch (...) {
+        release();
+        error_ = std::current_exception();
+        phase_ = Phase::done;
+        return true;
+      }
+    }
+    int running = 0;
     CURLcode result = CURLE_OK;
     bool finished = false;
-    for (;;) {
-      int running = 0;
-      if (curl_multi_perform(slot.multi, &running) != CURLM_OK) break;
+    const bool multi_ok = curl_multi_perform(slot_.multi, &running) == CURLM_OK;
+    if (multi_ok) {
       int queued = 0;
-      while (CURLMsg* msg = curl_multi_info_read(slot.multi, &queued)) {
-        if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy) {
+      while (CURLMsg* msg = curl_multi_info_read(slot_.multi, &queued)) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == slot_.easy) {
           result = msg->data.result;
           finished = true;
         }
       }
-      if (finished || running == 0) break;
-      if (cancel && cancel->cancelled()) {
-        cancelled = true;
-        break;
-      }
-      if (options_.idle_timeout.count() > 0 && Clock::now() - a.last_byte >= options_.idle_timeout) {
-        idle = true;
-        break;
-      }
-      curl_multi_poll(slot.multi, nullptr, 0, static_cast<int>(kTick.count()), nullptr);
     }
-    // Removing an unfinished transfer aborts it and closes its connection.
-    curl_multi_remove_handle(slot.multi, easy);
+    if (!multi_ok || finished || running == 0) {
+      end_attempt(finished, result, false);
+    } else if (options_.idle_timeout.count() > 0 && Clock::now() - attempt_.last_byte >= options_.idle_timeout) {
+      end_attempt(false, CURLE_OK, true);
+    }
+    return phase_ == Phase::done;
+  }
 
-    Outcome out;
-    if (a.callback_error) std::rethrow_exception(a.callback_error);
-    if (cancelled) {
-      out.error.emplace(ErrorCode::cancelled, "request cancelled");
-      return out;
+  void wait(milliseconds max) {
+    const milliseconds limit = std::min(max, kTick);
+    if (limit.count() <= 0) return;
+    switch (phase_) {
+      case Phase::running:
+        curl_multi_poll(slot_.multi, nullptr, 0, static_cast<int>(limit.count()), nullptr);
+        return;
+      case Phase::backoff: {
+        const auto now = Clock::now();
+        if (retry_at_ > now) std::this_thread::sleep_for(std::min<Clock::duration>(retry_at_ - now, limit));
+        return;
+      }
+      case Phase::ready:
+      case Phase::done:
+        return;
     }
-    const std::string where = " (" + request_.method + " " + origin_of(request_.url) + ")";
-    if (idle) {
-      out.error.emplace(ErrorCode::timeout,
-                        "no data received for " + std::to_string(options_.idle_timeout.count()) + " ms" +
-                            (a.delivered ? " mid-stream" : "") + where,
-                        0, true);
-      return out;
-    }
-    if (!finished) {
-      out.error.emplace(ErrorCode::unavailable, "libcurl multi interface failed" + where);
-      return out;
-    }
-    if (result == CURLE_OK || (a.stopped_by_caller && result == CURLE_WRITE_ERROR)) {
-      long status = 0;
-      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-      if (status > 0) a.response.status = static_cast<int>(status);
-      out.done = true;
-      return out;
-    }
+  }
 
-    const std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(result);
-    if (a.delivered > 0) {
-      out.error.emplace(ErrorCode::unavailable,
-                        "stream interrupted after " + std::to_string(a.delivered) + " bytes: " + detail + where);
-      return out;
-    }
-    switch (result) {
-      case CURLE_OPERATION_TIMEDOUT:
-        // One code for both limits: a total timeout means the server got the request
-        // and went slow, so only a connect timeout is worth another attempt.
-        if (options_.total_timeout.count() > 0 && Clock::now() - started >= options_.total_timeout) {
-          out.error.emplace(ErrorCode::timeout, "request timed out: " + detail + where, 0, true);
-        } else {
-          out.error.emplace(ErrorCode::timeout, "connect timed out: " + detail + where, 0, true);
-          out.retry = true;
-        }
-        break;
-      case CURLE_COULDNT_CONNECT:
-      case CURLE_COULDNT_RESOLVE_HOST:
-      case CURLE_COULDNT_RESOLVE_PROXY:
-      case CURLE_GOT_NOTHING:
-      case CURLE_SEND_ERROR:
-      case CURLE_RECV_ERROR:
-      case CURLE_PARTIAL_FILE:
-      case CURLE_SSL_CONNECT_ERROR:
-      case CURLE_HTTP2:
-      case CURLE_HTTP2_STREAM:
-        out.error.emplace(ErrorCode::unavailable, "connection failed: " + detail + where, 0, true);
-        out.retry = true;
-        break;
-      case CURLE_WEIRD_SERVER_REPLY:
-      case CURLE_BAD_CONTENT_ENCODING:
-        out.error.emplace(ErrorCode::protocol, "malformed response: " + detail + where);
-        break;
-      case CURLE_URL_MALFORMAT:
-      case CURLE_UNSUPPORTED_PROTOCOL:
-        out.error.emplace(ErrorCode::invalid, "bad request URL: " + detail);
-        break;
-      default:
-        out.error.emplace(ErrorCode::unavailable, "transfer failed: " + detail + where);
-        break;
-    }
-    return out;
+  void cancel() noexcept { cancel_requested_.store(true, std::memory_order_release); }
+  bool done() const noexcept { return phase_ == Phase::done; }
+
+  HttpResponse take() {
+    if (phase_ != Phase::done) throw std::logic_error("AsyncRequest::take() before poll() returned true");
+    if (error_) std::rethrow_exception(error_);
+    return std::move(response_);
   }
 
  private:
-  void configure(CURL* easy, Attempt& a, char* error_buffer) {
+  enum class Phase { ready, running, backoff, done };
+
+  void begin_attempt() {
+    slot_ = pool_->take();
+    has_slot_ = true;
+    attempt_ = Attempt{};
+    attempt_.on_data = on_data_ ? &on_data_ : nullptr;
+    error_buffer_[0] = '\0';
+    configure(slot_.easy);
+    curl_multi_add_handle(slot_.multi, slot_.easy);
+    started_ = Clock::now();
+    attempt_.last_byte = started_;
+    phase_ = Phase::running;
+  }
+
+  // Detaches the transfer (aborting it if unfinished) and returns the slot.
+  void release() noexcept {
+    if (!has_slot_) return;
+    has_slot_ = false;
+    curl_multi_remove_handle(slot_.multi, slot_.easy);
+    pool_->give(slot_);
+  }
+
+  void fail(const ProviderError& error) {
+    error_ = std::make_exception_ptr(error);
+    phase_ = Phase::done;
+  }
+
+  // Classifies the attempt just over, then finishes the request or schedules the next attempt.
+  void end_attempt(bool finished, CURLcode result, bool idle) {
+    curl_multi_remove_handle(slot_.multi, slot_.easy);
+    long status = 0;
+    curl_easy_getinfo(slot_.easy, CURLINFO_RESPONSE_CODE, &status);
+    const std::string detail = error_buffer_[0] ? error_buffer_ : curl_easy_strerror(result);
+    has_slot_ = false;
+    pool_->give(slot_);
+
+    Attempt& a = attempt_;
+    if (a.callback_error) {
+      error_ = a.callback_error;
+      phase_ = Phase::done;
+      return;
+    }
+    const std::string where = " (" + request_.method + " " + origin_of(request_.url) + ")";
+    std::optional<ProviderError> error;
+    bool retry = false;
+    std::optional<milliseconds> after;
+    if (idle) {
+      error.emplace(ErrorCode::timeout,
+                    "no data received for " + std::to_string(options_.idle_timeout.count()) + " ms" +
+                        (a.delivered ? " mid-stream" : "") + where,
+                    0, true);
+    } else if (!finished) {
+      error.emplace(ErrorCode::unavailable, "libcurl multi interface failed" + where);
+    } else if (result == CURLE_OK || (a.stopped_by_caller && result == CURLE_WRITE_ERROR)) {
+      if (status > 0) a.response.status = static_cast<int>(status);
+      if (a.stopped_by_caller || (a.response.status >= 200 && a.response.status < 300)) {
+        response_ = std::move(a.response);
+        phase_ = Phase::done;
+        return;
+      }
+      ProviderError e = error_from_response(a.response);
+      const RetryAdvice advice = retry_advice(a.response.status, a.response);
+      retry = advice.retry && e.code() != ErrorCode::quota_exceeded;
+      after = advice.after;
+      error.emplace(std::move(e));
+    } else if (a.delivered > 0) {
+      error.emplace(ErrorCode::unavailable,
+                    "stream interrupted after " + std::to_string(a.delivered) + " bytes: " + detail + where);
+    } else {
+      switch (result) {
+        case CURLE_OPERATION_TIMEDOUT:
+          // One code for both limits: a total timeout means the server got the request
+          // and went slow, so only a connect timeout is worth another attempt.
+          if (options_.total_timeout.count() > 0 && Clock::now() - started_ >= options_.total_timeout) {
+            error.emplace(ErrorCode::timeout, "request timed out: " + detail + where, 0, true);
+          } else {
+            error.emplace(ErrorCode::timeout, "connect timed out: " + detail + where, 0, true);
+            retry = true;
+          }
+          break;
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+        case CURLE_GOT_NOTHING:
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+          error.emplace(ErrorCode::unavailable, "connection failed: " + detail + where, 0, true);
+          retry = true;
+          break;
+        case CURLE_WEIRD_SERVER_REPLY:
+        case CURLE_BAD_CONTENT_ENCODING:
+          error.emplace(ErrorCode::protocol, "malformed response: " + detail + where);
+          break;
+        case CURLE_URL_MALFORMAT:
+        case CURLE_UNSUPPORTED_PROTOCOL:
+          error.emplace(ErrorCode::invalid, "bad request URL: " + detail);
+          break;
+        default:
+          error.emplace(ErrorCode::unavailable, "transfer failed: " + detail + where);
+          break;
+      }
+    }
+
+    // Nothing a caller has seen may be sent twice: a stream that delivered bytes is final.
+    if (!retry || a.delivered > 0 || attempts_ >= options_.max_retries) {
+      fail(scrubbed(*error, secrets_));
+      return;
+    }
+    milliseconds backoff;
+    if (after) {
+      backoff = std::min(*after, kMaxRetryAfter);
+    } else {
+      const auto ceiling = options_.base_backoff * (1LL << std::min(attempts_, 20));
+      backoff = pool_->jitter(std::min<milliseconds>(ceiling, options_.max_backoff));  // full jitter
+    }
+    ++attempts_;
+    retry_at_ = Clock::now() + backoff;
+    phase_ = Phase::backoff;
+  }
+
+  void configure(CURL* easy) {
     curl_easy_setopt(easy, CURLOPT_URL, request_.url.c_str());
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -358,7 +440,7 @@ class Call {
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer_);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout.count()));
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
@@ -367,9 +449,9 @@ class Call {
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "agentkit/0.1");
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_);
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &on_header);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &a);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &attempt_);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &attempt_);
     const std::string& method = request_.method;
     if (method == "GET") {
       curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
@@ -384,74 +466,76 @@ class Call {
     }
   }
 
-  const TransportOptions& options_;
-  const HttpRequest& request_;
+  std::shared_ptr<Pool> pool_;
+  TransportOptions options_;
+  HttpRequest request_;
+  std::function<bool(std::string_view)> on_data_;
+  std::vector<std::string> secrets_;
+  std::optional<CancellationToken> token_;
+  std::atomic<bool> cancel_requested_{false};
   curl_slist* headers_ = nullptr;
+
+  Phase phase_ = Phase::ready;
+  int attempts_ = 0;  // retries scheduled so far
+  Clock::time_point retry_at_{};
+  Slot slot_;
+  bool has_slot_ = false;
+  Attempt attempt_;
+  Clock::time_point started_{};
+  char error_buffer_[CURL_ERROR_SIZE] = {0};
+  HttpResponse response_;
+  std::exception_ptr error_;
 };
 
-}  // namespace
+AsyncRequest::AsyncRequest(std::unique_ptr<State> state) : state_(std::move(state)) {}
+AsyncRequest::~AsyncRequest() = default;
+AsyncRequest::AsyncRequest(AsyncRequest&&) noexcept = default;
+AsyncRequest& AsyncRequest::operator=(AsyncRequest&&) noexcept = default;
 
-void Transport::Impl::execute(const TransportOptions& options, const HttpRequest& request,
-                              const std::function<bool(std::string_view)>* on_data, const CancellationToken* cancel,
-                              HttpResponse* out) {
-  const auto secrets = secrets_of(request.headers);
-  Call call(options, request);
-  for (int attempt = 0;; ++attempt) {
-    if (cancel && cancel->cancelled()) throw ProviderError(ErrorCode::cancelled, "request cancelled");
-    Attempt a;
-    a.on_data = on_data;
-    Slot slot = take();
-    Outcome outcome;
-    try {
-      outcome = call.run(slot, a, cancel);
-    } catch (...) {
-      give(slot);
-      throw;
-    }
-    give(slot);
-
-    std::optional<milliseconds> wait;
-    if (outcome.done) {
-      if (a.stopped_by_caller) return;
-      if (a.response.status >= 200 && a.response.status < 300) {
-        if (out) *out = std::move(a.response);
-        return;
-      }
-      ProviderError error = error_from_response(a.response);
-      const RetryAdvice advice = retry_advice(a.response.status, a.response);
-      if (!advice.retry || error.code() == ErrorCode::quota_exceeded || attempt >= options.max_retries) {
-        throw scrubbed(error, secrets);
-      }
-      wait = advice.after;
-    } else {
-      // Nothing a caller has seen may be sent twice: a stream that delivered bytes is final.
-      if (!outcome.retry || a.delivered > 0 || attempt >= options.max_retries) throw scrubbed(*outcome.error, secrets);
-    }
-
-    milliseconds backoff;
-    if (wait) {
-      backoff = std::min(*wait, kMaxRetryAfter);
-    } else {
-      const auto ceiling = options.base_backoff * (1LL << std::min(attempt, 20));
-      backoff = jitter(std::min<milliseconds>(ceiling, options.max_backoff));  // full jitter
-    }
-    sleep_cancellable(backoff, cancel);
-  }
+bool AsyncRequest::poll() { return !state_ || state_->poll(); }
+void AsyncRequest::wait(std::chrono::milliseconds max) {
+  if (state_) state_->wait(max);
+}
+void AsyncRequest::cancel() noexcept {
+  if (state_) state_->cancel();
+}
+bool AsyncRequest::done() const noexcept { return !state_ || state_->done(); }
+HttpResponse AsyncRequest::take() {
+  if (!state_) throw std::logic_error("AsyncRequest::take() on a moved-from request");
+  return state_->take();
 }
 
-Transport::Transport(TransportOptions options) : options_(options), impl_(std::make_unique<Impl>()) { global_init(); }
+Transport::Transport(TransportOptions options) : options_(options), impl_(std::make_shared<Impl>()) { global_init(); }
 
 Transport::~Transport() = default;
 
+AsyncRequest Transport::start(HttpRequest request, const CancellationToken* cancel) {
+  return AsyncRequest(std::make_unique<AsyncRequest::State>(impl_, options_, std::move(request), nullptr, cancel));
+}
+
+AsyncRequest Transport::start_stream(HttpRequest request, std::function<bool(std::string_view)> on_data,
+                                     const CancellationToken* cancel) {
+  return AsyncRequest(
+      std::make_unique<AsyncRequest::State>(impl_, options_, std::move(request), std::move(on_data), cancel));
+}
+
+namespace {
+
+// The blocking calls: one request driven to the end on this thread.
+HttpResponse run_to_end(AsyncRequest request) {
+  while (!request.poll()) request.wait(kTick);
+  return request.take();
+}
+
+}  // namespace
+
 HttpResponse Transport::send(const HttpRequest& request, const CancellationToken* cancel) {
-  HttpResponse response;
-  impl_->execute(options_, request, nullptr, cancel, &response);
-  return response;
+  return run_to_end(start(request, cancel));
 }
 
 void Transport::stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_data,
                        const CancellationToken* cancel) {
-  impl_->execute(options_, request, &on_data, cancel, nullptr);
+  run_to_end(start_stream(request, on_data, cancel));
 }
 
 }  // namespace agentkit::providers

@@ -63,6 +63,8 @@ class AnthropicModel final : public Model {
  public:
   AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOptions options);
   ModelResponse complete(const ModelRequest& request, RunContext& ctx) override;
+  // The same call without blocking: the run loop advances it from RunHandle::poll().
+  std::unique_ptr<PendingCompletion> begin(const ModelRequest& request, RunContext& ctx) override;
   const AnthropicOptions& options() const noexcept { return options_; }
 
  private:

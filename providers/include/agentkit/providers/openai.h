@@ -60,6 +60,8 @@ class OpenAIChatModel final : public Model {
  public:
   OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options);
   ModelResponse complete(const ModelRequest& request, RunContext& ctx) override;
+  // The same call without blocking: the run loop advances it from RunHandle::poll().
+  std::unique_ptr<PendingCompletion> begin(const ModelRequest& request, RunContext& ctx) override;
   const OpenAIOptions& options() const noexcept { return options_; }
 
  private:

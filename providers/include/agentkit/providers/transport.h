@@ -92,9 +92,44 @@ RetryAdvice retry_advice(int status, const HttpResponse& response);
 // provider's error body: OpenAI {"error":{...}}, Anthropic {"type":"error",...}).
 ProviderError error_from_response(const HttpResponse& response);
 
-// Blocking HTTP over libcurl with keep-alive. Thread-safe: concurrent calls
-// use separate connections from a small pool. Proxy variables (http_proxy,
-// https_proxy, no_proxy) are honoured as libcurl honours them.
+// One request in flight, advanced by its owner without blocking: the state
+// machine behind every Transport call (the blocking calls loop over it).
+// Retries happen only before the first body byte of a 2xx response was
+// delivered; their backoff (Retry-After included) is a deadline poll()
+// checks, never a sleep. Destroying an unfinished request aborts it (its
+// connection is closed) and returns its pooled slot; it may outlive the
+// Transport. One thread at a time; cancel() may come from any thread.
+class AsyncRequest {
+ public:
+  ~AsyncRequest();
+  AsyncRequest(AsyncRequest&&) noexcept;
+  AsyncRequest& operator=(AsyncRequest&&) noexcept;
+
+  // Runs libcurl once without waiting, finishes or schedules the attempt;
+  // true once the request is over (response ready, failed or cancelled).
+  bool poll();
+  // Blocks until poll() may make progress: socket activity, the retry
+  // deadline, or at most min(max, 10 ms) so cancellation is seen promptly.
+  void wait(std::chrono::milliseconds max);
+  // Aborts the request: the next poll() returns true and take() throws
+  // ProviderError(cancelled).
+  void cancel() noexcept;
+  bool done() const noexcept;
+  // Once done: the 2xx response (for a stream, its status and headers; the
+  // body went to on_data), or throws the ProviderError (or the exception
+  // on_data threw). Call once.
+  HttpResponse take();
+
+ private:
+  friend class Transport;
+  struct State;
+  explicit AsyncRequest(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// HTTP over libcurl with keep-alive, blocking or not. Thread-safe: concurrent
+// calls use separate connections from a small pool. Proxy variables
+// (http_proxy, https_proxy, no_proxy) are honoured as libcurl honours them.
 class Transport {
  public:
   explicit Transport(TransportOptions options = {});
@@ -116,10 +151,17 @@ class Transport {
   void stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_data,
               const CancellationToken* cancel = nullptr);
 
+  // The same calls without blocking: nothing is sent until the first poll().
+  // `cancel`, when given, is shared (the token is copied, not referenced).
+  // `on_data` runs inside poll().
+  AsyncRequest start(HttpRequest request, const CancellationToken* cancel = nullptr);
+  AsyncRequest start_stream(HttpRequest request, std::function<bool(std::string_view)> on_data,
+                            const CancellationToken* cancel = nullptr);
+
  private:
   struct Impl;
   TransportOptions options_;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with requests in flight, which return their slots to it
 };
 
 }  // namespace agentkit::providers
