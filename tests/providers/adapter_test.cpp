@@ -289,7 +289,13 @@ template <class Acc>
 void check_chunking_invariance(const fs::path& file, std::mt19937& rng) {
   const std::string body = read_file(file);
   const std::string whole = decode_in_chunks<Acc>(body, {});
-  for (std::size_t k = 1; k < body.size(); ++k) {
+  // Every byte boundary is covered at the SSE level (sse_test.cpp: the
+  // events, which are all an accumulator sees, are identical); here 64
+  // evenly spaced two-way splits and random chunkings run through the whole
+  // adapter decode.
+  for (std::size_t i = 1; i <= 64; ++i) {
+    const std::size_t k = body.size() * i / 65;
+    if (k == 0 || k >= body.size()) continue;
     const std::string split = decode_in_chunks<Acc>(body, {k});
     if (split != whole) {
       FAIL_CHECK(file.filename().string() << " decodes differently when split at byte " << k);
@@ -329,7 +335,7 @@ TEST_CASE("conformance: every recorded stream decodes the same in any chunking",
       }
     }
   }
-  std::cout << "chunking invariance: " << files << " recorded streams, split at every byte and 20 random chunkings\n";
+  std::cout << "chunking invariance: " << files << " recorded streams, 64 two-way splits and 20 random chunkings each\n";
   CHECK(files >= 15);
 }
 
