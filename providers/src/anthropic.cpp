@@ -212,15 +212,8 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
                                                                                      ctx.cancellation);
   }
   return std::make_unique<detail::WholeCompletion>(
-      *transport_, std::move(http), ctx.cancellation, [](const HttpResponse& response) {
-        Json body;
-        try {
-          body = Json::parse(response.body);
-        } catch (const Json::exception&) {
-          throw ProviderError(ErrorCode::protocol, "Anthropic response body is not JSON", response.status);
-        }
-        return anthropic_response(body);
-      });
+      *transport_, std::move(http), ctx.cancellation,
+      [](const HttpResponse& response) { return anthropic_response(detail::parse_body("Anthropic", response)); });
 }
 
 ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {

@@ -188,15 +188,8 @@ std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& re
                                                                                   ctx.cancellation);
   }
   return std::make_unique<detail::WholeCompletion>(
-      *transport_, std::move(http), ctx.cancellation, [](const HttpResponse& response) {
-        Json body;
-        try {
-          body = Json::parse(response.body);
-        } catch (const Json::exception&) {
-          throw ProviderError(ErrorCode::protocol, "OpenAI response body is not JSON", response.status);
-        }
-        return openai_chat_response(body);
-      });
+      *transport_, std::move(http), ctx.cancellation,
+      [](const HttpResponse& response) { return openai_chat_response(detail::parse_body("OpenAI", response)); });
 }
 
 ModelResponse OpenAIChatModel::complete(const ModelRequest& request, RunContext& ctx) {

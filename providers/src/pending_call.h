@@ -65,6 +65,15 @@ class WholeCompletion final : public PendingCompletion {
   AsyncRequest request_;
 };
 
+// A whole response body as JSON; `provider` names the adapter in the error.
+inline Json parse_body(std::string_view provider, const HttpResponse& response) {
+  try {
+    return Json::parse(response.body);
+  } catch (const Json::exception&) {
+    throw ProviderError(ErrorCode::protocol, std::string(provider) + " response body is not JSON", response.status);
+  }
+}
+
 // A blocking call: `pending` driven to the end on this thread.
 inline ModelResponse complete_now(PendingCompletion& pending) {
   while (!pending.poll()) pending.wait(std::chrono::milliseconds(10));
