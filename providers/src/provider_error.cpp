@@ -77,24 +77,33 @@ std::string string_field(const nlohmann::json& j, const char* key) {
   return {};
 }
 
+// The fields of an `error` value: an object with message/type/code, or text.
+ErrorBody error_fields(const nlohmann::json& error) {
+  ErrorBody out;
+  if (error.is_string()) {
+    out.message = error.get<std::string>();
+  } else {
+    out.message = string_field(error, "message");
+    out.type = string_field(error, "type");
+    out.code = string_field(error, "code");
+  }
+  return out;
+}
+
 // OpenAI {"error":{"message","type","code"}}, Anthropic {"type":"error","error":{"type","message"}},
 // and the odd {"error":"text"} or {"message":"text"}.
 std::optional<ErrorBody> parse_error_body(const std::string& body) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   ErrorBody out;
-  if (const auto it = j.find("error"); it != j.end()) {
-    if (it->is_string()) {
-      out.message = it->get<std::string>();
-    } else {
-      out.message = string_field(*it, "message");
-      out.type = string_field(*it, "type");
-      out.code = string_field(*it, "code");
-    }
-  }
+  if (const auto it = j.find("error"); it != j.end()) out = error_fields(*it);
   if (out.message.empty()) out.message = string_field(j, "message");
   return out;
 }
+
+// A spent quota does not come back by waiting a few seconds.
+bool quota_exhausted(const ErrorBody& b) { return b.code == "insufficient_quota" || b.type == "insufficient_quota"; }
+bool overloaded(const ErrorBody& b) { return b.type == "overloaded_error" || b.code == "overloaded_error"; }
 
 // At most `max` bytes, cut on a UTF-8 boundary, control characters flattened.
 std::string excerpt(std::string_view s, std::size_t max) {
@@ -165,11 +174,7 @@ RetryAdvice retry_advice(int status, const HttpResponse& response) {
   }
   advice.retry = status == 408 || status == 409 || status == 429 || status >= 500;
   if (status == 429) {
-    // A spent quota does not come back by waiting a few seconds.
-    if (const auto body = parse_error_body(response.body);
-        body && (body->code == "insufficient_quota" || body->type == "insufficient_quota")) {
-      advice.retry = false;
-    }
+    if (const auto body = parse_error_body(response.body); body && quota_exhausted(*body)) advice.retry = false;
   }
   return advice;
 }
@@ -177,13 +182,12 @@ RetryAdvice retry_advice(int status, const HttpResponse& response) {
 ProviderError error_from_response(const HttpResponse& response) {
   const int status = response.status;
   const auto body = parse_error_body(response.body);
-  const bool quota = body && (body->code == "insufficient_quota" || body->type == "insufficient_quota");
-  const bool overloaded = body && (body->type == "overloaded_error" || body->code == "overloaded_error");
+  const bool quota = body && quota_exhausted(*body);
 
   ErrorCode code = ErrorCode::protocol;
   if (quota) {
     code = ErrorCode::quota_exceeded;
-  } else if (status == 529 || overloaded) {
+  } else if (status == 529 || (body && overloaded(*body))) {
     code = ErrorCode::overloaded;
   } else if (status == 401) {
     code = ErrorCode::unauthenticated;
@@ -212,5 +216,32 @@ ProviderError error_from_response(const HttpResponse& response) {
   const RetryAdvice advice = retry_advice(status, response);
   return ProviderError(code, std::move(message), status, advice.retry && !quota, advice.after);
 }
+
+namespace detail {
+
+ProviderError stream_error(const nlohmann::json& error) {
+  const ErrorBody b = error_fields(error);
+  ErrorCode mapped = ErrorCode::unavailable;
+  if (overloaded(b)) {
+    mapped = ErrorCode::overloaded;
+  } else if (quota_exhausted(b)) {
+    mapped = ErrorCode::quota_exceeded;
+  } else if (b.type == "rate_limit_error" || b.code == "rate_limit_exceeded" || b.type == "requests" ||
+             b.type == "tokens") {
+    mapped = ErrorCode::rate_limited;
+  } else if (b.type == "invalid_request_error") {
+    mapped = ErrorCode::invalid;
+  } else if (b.type == "authentication_error") {
+    mapped = ErrorCode::unauthenticated;
+  } else if (b.type == "permission_error") {
+    mapped = ErrorCode::permission;
+  }
+  std::string message = "provider error in response";
+  if (!b.type.empty()) message.append(" (").append(b.type).append(")");
+  message.append(": ").append(b.message.empty() ? std::string("no message") : excerpt(b.message, 300));
+  return ProviderError(mapped, std::move(message));
+}
+
+}  // namespace detail
 
 }  // namespace agentkit::providers
