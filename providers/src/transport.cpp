@@ -62,6 +62,9 @@ struct Slot {
 // What one attempt saw; the curl callbacks write here.
 struct Attempt {
   const std::function<bool(std::string_view)>* on_data = nullptr;  // null for send()
+  const Transport::HeadersCallback* on_headers = nullptr;
+  bool any_status = false;     // HttpRequest::any_status
+  bool headers_shown = false;  // on_headers ran
   HttpResponse response;
   std::size_t delivered = 0;  // bytes handed to on_data
   bool stopped_by_caller = false;
@@ -94,14 +97,23 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// Hands the status and headers to on_headers, once per request.
+void show_headers(Attempt& a) {
+  if (a.on_headers && *a.on_headers && !a.headers_shown) {
+    a.headers_shown = true;
+    (*a.on_headers)(a.response);
+  }
+}
+
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto& a = *static_cast<Attempt*>(user);
   const std::size_t n = size * count;
   a.last_byte = Clock::now();
-  const bool success = a.response.status >= 200 && a.response.status < 300;
+  const bool success = a.any_status || (a.response.status >= 200 && a.response.status < 300);
   if (a.on_data && success) {
     a.delivered += n;
     try {
+      show_headers(a);
       if (!(*a.on_data)(std::string_view(data, n))) {
         a.stopped_by_caller = true;
         return 0;  // anything but n aborts the transfer
@@ -212,11 +224,13 @@ struct Transport::Impl : Pool {};
 
 struct AsyncRequest::State {
   State(std::shared_ptr<Pool> pool, const TransportOptions& options, HttpRequest request,
-        std::function<bool(std::string_view)> on_data, const CancellationToken* cancel)
+        std::function<bool(std::string_view)> on_data, const CancellationToken* cancel,
+        Transport::HeadersCallback on_headers = nullptr)
       : pool_(std::move(pool)),
         options_(options),
         request_(std::move(request)),
         on_data_(std::move(on_data)),
+        on_headers_(std::move(on_headers)),
         secrets_(secrets_of(request_.headers)) {
     if (cancel) token_ = *cancel;
     for (const auto& [name, value] : request_.headers) {
@@ -314,6 +328,8 @@ struct AsyncRequest::State {
     has_slot_ = true;
     attempt_ = Attempt{};
     attempt_.on_data = on_data_ ? &on_data_ : nullptr;
+    attempt_.on_headers = &on_headers_;
+    attempt_.any_status = request_.any_status;
     error_buffer_[0] = '\0';
     configure(slot_.easy);
     curl_multi_add_handle(slot_.multi, slot_.easy);
@@ -363,7 +379,14 @@ struct AsyncRequest::State {
       error.emplace(ErrorCode::unavailable, "libcurl multi interface failed" + where);
     } else if (result == CURLE_OK || (a.stopped_by_caller && result == CURLE_WRITE_ERROR)) {
       if (status > 0) a.response.status = static_cast<int>(status);
-      if (a.stopped_by_caller || (a.response.status >= 200 && a.response.status < 300)) {
+      if (a.stopped_by_caller || request_.any_status || (a.response.status >= 200 && a.response.status < 300)) {
+        try {
+          show_headers(a);  // a response without a body
+        } catch (...) {
+          error_ = std::current_exception();
+          phase_ = Phase::done;
+          return;
+        }
         response_ = std::move(a.response);
         phase_ = Phase::done;
         return;
@@ -470,6 +493,7 @@ struct AsyncRequest::State {
   TransportOptions options_;
   HttpRequest request_;
   std::function<bool(std::string_view)> on_data_;
+  Transport::HeadersCallback on_headers_;
   std::vector<std::string> secrets_;
   std::optional<CancellationToken> token_;
   std::atomic<bool> cancel_requested_{false};
@@ -514,9 +538,9 @@ AsyncRequest Transport::start(HttpRequest request, const CancellationToken* canc
 }
 
 AsyncRequest Transport::start_stream(HttpRequest request, std::function<bool(std::string_view)> on_data,
-                                     const CancellationToken* cancel) {
-  return AsyncRequest(
-      std::make_unique<AsyncRequest::State>(impl_, options_, std::move(request), std::move(on_data), cancel));
+                                     const CancellationToken* cancel, HeadersCallback on_headers) {
+  return AsyncRequest(std::make_unique<AsyncRequest::State>(impl_, options_, std::move(request), std::move(on_data),
+                                                            cancel, std::move(on_headers)));
 }
 
 namespace {

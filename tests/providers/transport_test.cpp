@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -635,4 +636,44 @@ TEST_CASE("to_string names every error code", "[transport]") {
   CHECK(to_string(ErrorCode::quota_exceeded) == "quota_exceeded");
   CHECK(to_string(ErrorCode::cancelled) == "cancelled");
   CHECK(to_string(ErrorCode::protocol) == "protocol");
+}
+
+TEST_CASE("any_status returns non-2xx responses whole, without retrying", "[transport]") {
+  WireServer server;
+  server.enqueue(reply(503, "busy", {{"Retry-After", "0"}}));
+  server.enqueue(reply(302, "", {{"Location", "http://127.0.0.1:1/next"}}));
+  Transport transport(quick());
+  HttpRequest request = post(server);
+  request.any_status = true;
+  const HttpResponse busy = transport.send(request);
+  CHECK(busy.status == 503);
+  CHECK(busy.body == "busy");
+  const HttpResponse moved = transport.send(request);  // redirects are never followed
+  CHECK(moved.status == 302);
+  CHECK(moved.header("location") == std::optional<std::string_view>("http://127.0.0.1:1/next"));
+  CHECK(server.requests().size() == 2);
+}
+
+TEST_CASE("on_headers sees status and headers once, before the first body byte", "[transport]") {
+  WireServer server;
+  server.enqueue(streamed({"one", "two"}, 10ms));
+  server.enqueue(reply(202, "", {{"Mcp-Session-Id", "s1"}}));
+  Transport transport(quick());
+  std::vector<std::string> seen;
+  auto on_data = [&](std::string_view bytes) {
+    seen.emplace_back(bytes);
+    return true;
+  };
+  auto on_headers = [&](const HttpResponse& r) { seen.push_back("headers " + std::to_string(r.status)); };
+  auto first = transport.start_stream(post(server), on_data, nullptr, on_headers);
+  while (!first.poll()) first.wait(10ms);
+  first.take();
+  REQUIRE(seen.size() >= 2);
+  CHECK(seen.front() == "headers 200");
+  CHECK(std::count(seen.begin(), seen.end(), "headers 200") == 1);
+  seen.clear();
+  auto bodiless = transport.start_stream(post(server), on_data, nullptr, on_headers);
+  while (!bodiless.poll()) bodiless.wait(10ms);
+  CHECK(bodiless.take().header("mcp-session-id") == std::optional<std::string_view>("s1"));
+  CHECK(seen == std::vector<std::string>{"headers 202"});
 }

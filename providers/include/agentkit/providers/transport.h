@@ -58,6 +58,11 @@ struct HttpRequest {
   std::string url;
   Headers headers;  // values of authorization / x-api-key / api-key are never logged or put in errors
   std::string body;
+  // Every status is a response: a non-2xx one is returned (body and headers
+  // whole, streamed to on_data for a stream) instead of thrown, and is never
+  // retried. Connection failures and timeouts still throw. For callers that
+  // interpret statuses themselves (REST tools, MCP).
+  bool any_status = false;
 };
 
 struct HttpResponse {
@@ -145,18 +150,21 @@ class Transport {
   HttpResponse send(const HttpRequest& request, const CancellationToken* cancel = nullptr);
 
   // Streams a response body. `on_data` receives body bytes as they arrive and
-  // returns false to abort. Retries happen only before the first body byte of
+  // returns false to abort. `on_headers`, when given, sees the status and
+  // headers once, before the first body byte (or at the end of a bodiless
+  // response). Retries happen only before the first body byte of
   // a 2xx response reaches `on_data`; after that a failure throws. A non-2xx
   // status is read whole and thrown as ProviderError (after retries).
   void stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_data,
               const CancellationToken* cancel = nullptr);
+  using HeadersCallback = std::function<void(const HttpResponse&)>;
 
   // The same calls without blocking: nothing is sent until the first poll().
   // `cancel`, when given, is shared (the token is copied, not referenced).
   // `on_data` runs inside poll().
   AsyncRequest start(HttpRequest request, const CancellationToken* cancel = nullptr);
   AsyncRequest start_stream(HttpRequest request, std::function<bool(std::string_view)> on_data,
-                            const CancellationToken* cancel = nullptr);
+                            const CancellationToken* cancel = nullptr, HeadersCallback on_headers = nullptr);
 
  private:
   struct Impl;
