@@ -19,6 +19,7 @@ namespace agentkit {
 
 class Invoker;
 class Executor;
+class EgressAllowlist;  // <agentkit/egress.h>
 namespace state {
 class Store;  // <agentkit/state/store.h>
 }
@@ -152,6 +153,7 @@ class RunContext {
   ModelResolver models;
   std::shared_ptr<const Invoker> invoker;
   std::shared_ptr<Executor> executor;  // where model and tool calls run; inline when null
+  std::shared_ptr<const EgressAllowlist> egress;  // where tools may connect; null: anywhere
   std::shared_ptr<spdlog::logger> logger;
   std::string span_id;
   std::string parent_span_id;

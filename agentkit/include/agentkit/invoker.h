@@ -114,6 +114,11 @@ using EgressPolicy = std::function<std::optional<std::string>(const ToolRequest&
 Middleware egress(EgressPolicy policy);
 // Denies calls to the listed tools or to tools carrying any listed tag.
 EgressPolicy deny_tools(std::vector<std::string> names, std::vector<std::string> tags = {});
+// Installs `allowlist` as ctx.egress for the rest of the chain, so network
+// tools check every URL they reach (redirects included) against it, and turns
+// the EgressDenied they throw into a denied result. A tool whose spec
+// metadata names a "url" is checked before it runs. See <agentkit/egress.h>.
+Middleware egress_allowlist(std::shared_ptr<const EgressAllowlist> allowlist);
 // At-most-once for side-effecting calls within a run: keyed by (correlation
 // id, scope, tool, canonical arguments); concurrent duplicates wait for the
 // first; failures are never cached. Read-only calls pass through. Settled
