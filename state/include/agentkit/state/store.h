@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,16 @@
 #include <agentkit/context.h>
 
 namespace agentkit::state {
+
+// A backend failure (a lost race is not one: compare_and_set returns nullopt
+// for that). Examples: the file cannot be opened or created, is not a store or
+// was written by a newer format, the disk is full, another writer held the
+// lock past the busy timeout. The message names the backend's location (a
+// file path) and never a key or value.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct Entry {
   std::string value;
