@@ -2,6 +2,7 @@
 // Typed events a run emits. Hosts receive them through an Observer (blocking
 // `run`) or drain them from a RunHandle on their own thread.
 #include <chrono>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -50,8 +51,18 @@ struct Progress {
   std::string message;
 };
 
+// Progress an MCP server reports for a tool call in flight
+// (notifications/progress), emitted on the thread running the call.
+struct McpProgress {
+  std::string server;  // the client's server label
+  std::string tool;    // the MCP tool name
+  double progress = 0;
+  std::optional<double> total;
+  std::string message;
+};
+
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
-                           RunSuspended, RunFinished, Progress>;
+                           RunSuspended, RunFinished, Progress, McpProgress>;
 
 // Receives events. Every method defaults to a no-op; override what you need.
 // Called on the thread that drives the run (the host's thread for handles).

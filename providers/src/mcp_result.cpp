@@ -1,0 +1,263 @@
+// MCP tool descriptions and results as agentkit sees them: specs from
+// tools/list entries, argument checks from inputSchema, and model text from
+// tools/call content blocks.
+#include <cmath>
+
+#include <agentkit/errors.h>
+
+#include "mcp_detail.h"
+
+namespace agentkit::providers {
+namespace mcp_detail {
+namespace {
+
+constexpr std::size_t kMaxToolName = 64;
+
+std::string string_field(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool hint(const Json& annotations, const char* key) {
+  const auto it = annotations.find(key);
+  return it != annotations.end() && it->is_boolean() && it->get<bool>();
+}
+
+// Provider APIs accept [A-Za-z0-9_-]{1,64}; MCP names may also hold '.',
+// '/' and more, and run to 128 characters.
+std::string sanitized_name(const std::string& name) {
+  std::string out = name.substr(0, kMaxToolName);
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  return out.empty() ? std::string("_") : out;
+}
+
+bool matches_type(const Json& value, std::string_view type) {
+  if (type == "string") return value.is_string();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "object") return value.is_object();
+  if (type == "array") return value.is_array();
+  if (type == "null") return value.is_null();
+  if (type == "number") return value.is_number();
+  if (type == "integer") {
+    if (value.is_number_integer()) return true;
+    if (!value.is_number_float()) return false;
+    const double d = value.get<double>();
+    return std::isfinite(d) && std::floor(d) == d;
+  }
+  return true;  // a type this check does not know: the server decides
+}
+
+// The reason a value breaks `schema`'s "type" (a name or a list of names), or "".
+std::string type_problem(const Json& schema, const Json& value) {
+  const auto type = schema.find("type");
+  if (!schema.is_object() || type == schema.end()) return {};
+  std::vector<std::string> names;
+  if (type->is_string()) names.push_back(type->get<std::string>());
+  if (type->is_array()) {
+    for (const auto& t : *type) {
+      if (t.is_string()) names.push_back(t.get<std::string>());
+    }
+  }
+  if (names.empty()) return {};
+  for (const auto& name : names) {
+    if (matches_type(value, name)) return {};
+  }
+  std::string expected;
+  for (const auto& name : names) expected += (expected.empty() ? "" : " or ") + name;
+  return "expected " + expected + ", got " + std::string(json_type_name(value)) + " " + preview(value);
+}
+
+std::string size_note(const Json& block, const char* data_key) {
+  const std::string data = string_field(block, data_key);
+  return std::to_string(base64_decoded_size(data)) + " bytes";
+}
+
+std::string with_mime(std::string head, const Json& block) {
+  const std::string mime = string_field(block, "mimeType");
+  if (!mime.empty()) head += " " + mime;
+  return head;
+}
+
+std::string render_resource(const Json& block) {
+  const Json resource = block.value("resource", Json::object());
+  if (!resource.is_object()) return "[resource]";
+  std::string head = with_mime("[resource " + string_field(resource, "uri"), resource);
+  if (resource.contains("text")) return head + "]\n" + string_field(resource, "text");
+  if (resource.contains("blob")) return head + ", " + size_note(resource, "blob") + "]";
+  return head + "]";
+}
+
+std::string render_block(const Json& block) {
+  if (!block.is_object()) return "[content " + preview(block) + "]";
+  const std::string type = string_field(block, "type");
+  if (type == "text") return string_field(block, "text");
+  if (type == "image" || type == "audio") return with_mime("[" + type, block) + ", " + size_note(block, "data") + "]";
+  if (type == "resource_link") {
+    std::string head = "[resource_link " + string_field(block, "uri");
+    if (const std::string name = string_field(block, "name"); !name.empty()) head += " \"" + name + "\"";
+    head = with_mime(head, block) + "]";
+    const std::string description = string_field(block, "description");
+    return description.empty() ? head : head + " " + description;
+  }
+  if (type == "resource") return render_resource(block);
+  return "[" + (type.empty() ? std::string("untyped") : type) + " content]";
+}
+
+}  // namespace
+
+std::size_t base64_decoded_size(std::string_view base64) noexcept {
+  // Every 4 significant characters carry 3 bytes; '=' padding carries none.
+  std::size_t chars = 0;
+  for (char c : base64) {
+    if (c != '=' && c != '\n' && c != '\r' && c != ' ' && c != '\t') ++chars;
+  }
+  return chars * 3 / 4;
+}
+
+std::string preview_text(std::string_view text, std::size_t max_chars) {
+  // preview() escapes control characters, replaces invalid UTF-8 and quotes
+  // the string as 'text' (or 'text'... when cut): drop the quotes.
+  std::string out = preview(Json(std::string(text.substr(0, max_chars * 4))), max_chars);
+  const bool cut = out.size() >= 4 && out.compare(out.size() - 3, 3, "...") == 0;
+  if (cut) out.resize(out.size() - 3);
+  if (!out.empty() && out.front() == '\'') out.erase(0, 1);
+  if (!out.empty() && out.back() == '\'') out.pop_back();
+  return cut ? out + "..." : out;
+}
+
+std::optional<Json> parse_message(std::string_view text, std::string& problem) {
+  // nlohmann parses iteratively, but the values are walked recursively
+  // later on: refuse absurd nesting with a cheap scan first.
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxMessageDepth) {
+        problem = "nests deeper than " + std::to_string(kMaxMessageDepth) + " levels";
+        return std::nullopt;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception&) {
+    problem = "is not JSON";
+    return std::nullopt;
+  }
+}
+
+McpToolInfo tool_info(const Json& entry) {
+  if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
+      entry["name"].get_ref<const std::string&>().empty()) {
+    throw McpError(McpError::Kind::protocol, "tools/list entry without a name: " + preview(entry));
+  }
+  McpToolInfo info;
+  info.name = entry["name"].get<std::string>();
+  info.title = string_field(entry, "title");
+  info.description = string_field(entry, "description");
+  if (auto it = entry.find("inputSchema"); it != entry.end() && it->is_object()) info.input_schema = *it;
+  if (!info.input_schema.contains("type")) info.input_schema["type"] = "object";
+  if (auto it = entry.find("outputSchema"); it != entry.end() && it->is_object()) info.output_schema = *it;
+  if (auto it = entry.find("annotations"); it != entry.end() && it->is_object()) info.annotations = *it;
+  return info;
+}
+
+ToolSpec tool_spec(const McpToolInfo& info, const std::string& server_name) {
+  ToolSpec spec;
+  spec.name = sanitized_name(info.name);
+  spec.description = !info.description.empty() ? info.description
+                     : !info.title.empty()      ? info.title
+                                                : "MCP tool '" + info.name + "' of server '" + server_name + "'";
+  spec.parameters = Schema(info.input_schema);
+  if (!info.output_schema.is_null()) spec.output_schema = Schema(info.output_schema);
+  // Annotations are hints: a tool is read-only only when it says so, and
+  // idempotency is never taken on the server's word (it would license retries).
+  spec.effects.side_effecting = !hint(info.annotations, "readOnlyHint");
+  spec.effects.idempotent = false;
+  const auto extra = info.input_schema.find("additionalProperties");
+  spec.accepts_extra_arguments = !(extra != info.input_schema.end() && extra->is_boolean() && !extra->get<bool>());
+  spec.tags = {"mcp", "mcp:" + server_name};
+  spec.metadata["mcp"] = {
+      {"server", server_name},
+      {"name", info.name},
+      {"title", info.title},
+      {"annotations", info.annotations},
+      {"read_only_hint", hint(info.annotations, "readOnlyHint")},
+      {"destructive_hint", info.annotations.value("destructiveHint", !hint(info.annotations, "readOnlyHint"))},
+      {"idempotent_hint", hint(info.annotations, "idempotentHint")},
+      {"open_world_hint", info.annotations.value("openWorldHint", true)},
+  };
+  return spec;
+}
+
+void check_arguments(const std::string& tool, const Json& input_schema, const Json& arguments) {
+  const Json properties = input_schema.value("properties", Json::object());
+  std::vector<std::string> accepted;
+  if (properties.is_object()) {
+    for (auto it = properties.begin(); it != properties.end(); ++it) accepted.push_back(it.key());
+  }
+  if (!arguments.is_object()) {
+    throw ToolArgumentError(tool, {}, {}, {{"(arguments)", "expected object, got " + std::string(json_type_name(arguments))}},
+                            accepted);
+  }
+  std::vector<std::string> missing;
+  std::vector<std::string> unexpected;
+  std::vector<ToolArgumentError::Invalid> invalid;
+  if (const auto required = input_schema.find("required"); required != input_schema.end() && required->is_array()) {
+    for (const auto& key : *required) {
+      if (key.is_string() && !arguments.contains(key.get<std::string>())) missing.push_back(key.get<std::string>());
+    }
+  }
+  const auto extra = input_schema.find("additionalProperties");
+  const bool closed = extra != input_schema.end() && extra->is_boolean() && !extra->get<bool>();
+  for (auto it = arguments.begin(); it != arguments.end(); ++it) {
+    const auto property = properties.is_object() ? properties.find(it.key()) : properties.end();
+    if (property == properties.end()) {
+      if (closed) unexpected.push_back(it.key());
+      continue;
+    }
+    if (std::string problem = type_problem(*property, *it); !problem.empty()) invalid.push_back({it.key(), problem});
+  }
+  if (!missing.empty() || !unexpected.empty() || !invalid.empty()) {
+    throw ToolArgumentError(tool, std::move(missing), std::move(unexpected), std::move(invalid), std::move(accepted));
+  }
+}
+
+McpCallResult call_result(const Json& result) {
+  if (!result.is_object()) throw McpError(McpError::Kind::protocol, "tools/call result is not an object: " + preview(result));
+  McpCallResult out;
+  out.raw = result;
+  if (auto it = result.find("content"); it != result.end() && it->is_array()) out.content = *it;
+  if (auto it = result.find("structuredContent"); it != result.end()) out.structured = *it;
+  out.is_error = hint(result, "isError");
+  return out;
+}
+
+}  // namespace mcp_detail
+
+std::string McpCallResult::text() const {
+  std::string out;
+  for (const auto& block : content) {
+    if (!out.empty()) out += '\n';
+    out += mcp_detail::render_block(block);
+  }
+  return out;
+}
+
+Json McpCallResult::value() const {
+  if (!structured.is_null()) return structured;
+  return text();
+}
+
+}  // namespace agentkit::providers
