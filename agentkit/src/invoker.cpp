@@ -3,6 +3,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
+#include <agentkit/errors.h>
+
 namespace agentkit {
 
 std::string ToolResult::model_text() const {
@@ -27,6 +31,18 @@ std::string_view to_string(ToolResult::Status status) noexcept {
   return "unknown";
 }
 
+std::string failure_text(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ToolArgumentError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("Tool failed: ") + e.what();
+  } catch (...) {
+    return "Tool failed: unknown error";
+  }
+}
+
 bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
   if (request.tool && request.tool->requires_approval()) return true;
   switch (tier) {
@@ -42,9 +58,36 @@ bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
 
 namespace {
 
+// A side-effecting call with a ledger: answered from the record when there
+// is one, otherwise run between an intent and an outcome record.
+ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
+  const CallLedger& ledger = *request.ledger;
+  if (auto recorded = ledger.begin(request)) return *std::move(recorded);
+  // The call has happened by now: a failure to record its outcome must not
+  // hide it. A later attempt sees only the intent and reports outcome_unknown.
+  const auto record = [&](const ToolResult& result) {
+    try {
+      ledger.end(request, result);
+    } catch (const std::exception& e) {
+      (ctx.logger ? ctx.logger : spdlog::default_logger())
+          ->error("tool '{}' (call {}): recording its outcome failed: {}", request.name, request.call_id, e.what());
+    }
+  };
+  ToolResult result;
+  try {
+    result = ToolResult::ok(request.tool->run(request.arguments, ctx));
+  } catch (...) {
+    record(ToolResult::error(failure_text(std::current_exception())));
+    throw;
+  }
+  record(result);
+  return result;
+}
+
 ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
   if (needs_approval(request, ctx.autonomy) && !request.approved) return ToolResult::awaiting_approval();
   if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
+  if (request.ledger && request.effectively_side_effecting()) return run_recorded(request, ctx);
   return ToolResult::ok(request.tool->run(request.arguments, ctx));
 }
 

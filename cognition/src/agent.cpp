@@ -1,9 +1,13 @@
 #include <agentkit/agent.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/session.h>
+#include <agentkit/state/ledger.h>
+#include <agentkit/state/store.h>
 
 namespace agentkit {
 namespace {
@@ -56,6 +60,9 @@ Json RunState::to_json() const {
           {"batch", std::move(batch_json)},
           {"outcomes", std::move(outcomes_json)},
           {"pending", pending},
+          {"approved", approved},
+          {"session", session},
+          {"session_base", session_base},
           {"usage", agentkit::to_json(usage)},
           {"stop_reason", enum_name(kStopReasons, stop_reason)},
           {"output", output},
@@ -66,6 +73,7 @@ RunState RunState::from_json(const Json& j) {
   try {
     if (!j.is_object()) throw std::invalid_argument("run state: expected an object");
     const int version = j.at("version").get<int>();
+    if (version < 1) throw std::invalid_argument("run state: version " + std::to_string(version) + " is not valid");
     if (version > kVersion) {
       throw std::invalid_argument("run state: version " + std::to_string(version) +
                                   " was written by a newer agentkit (this one reads up to " +
@@ -90,6 +98,14 @@ RunState RunState::from_json(const Json& j) {
     }
     if (s.outcomes.size() != s.batch.size()) throw std::invalid_argument("run state: outcomes do not match the batch");
     s.pending = j.at("pending").get<std::vector<std::string>>();
+    if (version >= 2) {
+      s.approved = j.at("approved").get<std::vector<std::string>>();
+      s.session = j.at("session").get<std::string>();
+      s.session_base = j.at("session_base").get<int>();
+      if (s.session_base < 0 || static_cast<std::size_t>(s.session_base) > s.history.size()) {
+        throw std::invalid_argument("run state: session_base is out of range");
+      }
+    }
     s.usage = usage_from_json(j.at("usage"));
     s.stop_reason = parse_enum(kStopReasons, j.at("stop_reason").get<std::string>(), "stop reason");
     s.output = j.at("output").get<std::string>();
@@ -122,24 +138,170 @@ Agent::Agent(std::string name, std::string model, std::string prompt, std::share
       cognition_(cognition ? std::move(cognition) : std::make_shared<const cognition::ReActCognition>()),
       options_(std::move(options)) {}
 
-RunHandle Agent::start(std::string task, RunContext& ctx) const {
-  RunState state;
-  state.task = std::move(task);
-  return RunHandle(cognition_->drive(*this, std::move(state), {}, ctx));
+// ---------------------------------------------------------------- durability
+
+namespace {
+
+std::string run_key(const Scope& scope, std::string_view run_id) {
+  return state::scoped_key(scope, "runs/" + std::string(run_id));
 }
 
-RunResult Agent::run(std::string task, RunContext& ctx) const { return start(std::move(task), ctx).wait(ctx.observer.get()); }
+RunState parse_checkpoint(std::string_view run_id, const std::string& text) {
+  try {
+    return RunState::from_json(Json::parse(text));
+  } catch (const std::exception& e) {
+    throw CheckpointError("checkpoint of run '" + std::string(run_id) + "' is unreadable: " + e.what());
+  }
+}
+
+std::string phase_name(Phase phase) { return std::string(enum_name(kPhases, phase)); }
+
+// A run that is already suspended or over, handed back as it stands.
+class SettledDriver final : public RunHandle::Driver {
+ public:
+  explicit SettledDriver(RunState state) {
+    result_.stop_reason = state.stop_reason;
+    result_.output = state.output;
+    result_.error = state.error;
+    result_.usage = state.usage;
+    result_.iterations = state.iterations;
+    if (state.phase == Phase::suspended) {
+      Suspended s;
+      for (const auto& call : state.batch) {
+        if (std::find(state.pending.begin(), state.pending.end(), call.id) != state.pending.end()) {
+          s.pending.push_back(call);
+        }
+      }
+      result_.suspended = std::move(s);
+    }
+    result_.state = std::move(state);
+  }
+  bool poll() override { return true; }
+  void wait() override {}
+  bool done() const override { return true; }
+  const RunResult& result() const override { return result_; }
+  std::vector<Event> drain_events() override { return {}; }
+  void cancel() override {}
+
+ private:
+  RunResult result_;
+};
+
+state::Store& store_of(const RunContext& ctx, const char* what) {
+  if (!ctx.store) throw std::invalid_argument(std::string(what) + " needs a store on the context (ctx.store)");
+  return *ctx.store;
+}
+
+}  // namespace
+
+Checkpoint::Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, std::string run_id,
+                       std::int64_t version)
+    : store_(std::move(store)),
+      key_(run_key(scope, run_id)),
+      run_id_(std::move(run_id)),
+      version_(version),
+      ledger_(std::make_shared<state::StoreLedger>(store_, state::scoped_key(scope, "ledger/" + run_id_ + "/"))) {}
+
+bool Checkpoint::save(const RunState& state) {
+  const std::string text = state.to_json().dump(-1, ' ', false, Json::error_handler_t::replace);
+  auto written = store_->compare_and_set(key_, version_, text);
+  if (!written) return false;
+  version_ = *written;
+  return true;
+}
+
+void Checkpoint::clear_ledger() const { static_cast<const state::StoreLedger&>(*ledger_).clear(); }
+
+std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id) {
+  auto entry = store.get(run_key(scope, run_id));
+  if (!entry) return std::nullopt;
+  return parse_checkpoint(run_id, entry->value);
+}
+
+std::vector<std::string> interrupted_runs(state::Store& store, const Scope& scope) {
+  std::vector<std::string> ids;
+  const std::string prefix = run_key(scope, "");
+  for (const auto& [key, entry] : store.list(prefix)) {
+    const std::string id = key.substr(prefix.size());
+    const RunState state = parse_checkpoint(id, entry.value);
+    if (state.phase == Phase::ask_model || state.phase == Phase::act) ids.push_back(id);
+  }
+  return ids;
+}
+
+// ---------------------------------------------------------------- Agent
+
+RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) const {
+  RunState state;
+  state.run_id = options.run_id.empty() ? RunContext::new_id("run") : std::move(options.run_id);
+  state.task = std::move(task);
+  if (!options.session.empty()) {
+    state.history = session_history(store_of(ctx, "a session"), ctx.scope, options.session);
+    state.session = std::move(options.session);
+    state.session_base = static_cast<int>(state.history.size());
+  }
+  state.history.push_back(Message::user(state.task));
+  std::unique_ptr<Checkpoint> checkpoint;
+  if (ctx.store) checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, 0);
+  return RunHandle(cognition_->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)));
+}
+
+RunResult Agent::run(std::string task, RunContext& ctx, RunOptions options) const {
+  return start(std::move(task), ctx, std::move(options)).wait(ctx.observer.get());
+}
 
 RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& ctx) const {
   if (state.phase != Phase::suspended) {
     throw std::invalid_argument("resume: run '" + state.run_id + "' is not suspended (phase " +
-                                std::string(enum_name(kPhases, state.phase)) + ")");
+                                phase_name(state.phase) + ")");
   }
-  return RunHandle(cognition_->drive(*this, std::move(state), std::move(decisions), ctx));
+  std::unique_ptr<Checkpoint> checkpoint;
+  if (ctx.store) {
+    std::int64_t version = 0;
+    if (auto entry = ctx.store->get(run_key(ctx.scope, state.run_id))) {
+      const RunState stored = parse_checkpoint(state.run_id, entry->value);
+      if (stored.phase != Phase::suspended) {
+        throw RunAlreadyResumed("run '" + state.run_id + "' was already resumed (its checkpoint is now at phase " +
+                                phase_name(stored.phase) + ")");
+      }
+      version = entry->version;
+    }
+    checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, version);
+  }
+  return RunHandle(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, std::move(checkpoint)));
 }
 
 RunResult Agent::resume(RunState state, Decisions decisions, RunContext& ctx) const {
   return start_resume(std::move(state), std::move(decisions), ctx).wait(ctx.observer.get());
+}
+
+RunHandle Agent::start_resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const {
+  auto state = load_run(store_of(ctx, "resume by run id"), ctx.scope, run_id);
+  if (!state) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
+  if (state->phase != Phase::suspended) {
+    throw RunAlreadyResumed("run '" + std::string(run_id) + "' is not suspended (its checkpoint is at phase " +
+                            phase_name(state->phase) + "): it was already resumed");
+  }
+  return start_resume(*std::move(state), std::move(decisions), ctx);
+}
+
+RunResult Agent::resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const {
+  return start_resume(run_id, std::move(decisions), ctx).wait(ctx.observer.get());
+}
+
+RunHandle Agent::start_recover(std::string_view run_id, RunContext& ctx) const {
+  auto entry = store_of(ctx, "recover").get(run_key(ctx.scope, run_id));
+  if (!entry) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
+  RunState state = parse_checkpoint(run_id, entry->value);
+  if (state.phase == Phase::suspended || state.phase == Phase::done) {
+    return RunHandle(std::make_unique<SettledDriver>(std::move(state)));
+  }
+  auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, entry->version);
+  return RunHandle(cognition_->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)));
+}
+
+RunResult Agent::recover(std::string_view run_id, RunContext& ctx) const {
+  return start_recover(run_id, ctx).wait(ctx.observer.get());
 }
 
 std::string render_result(const RunResult& result) {

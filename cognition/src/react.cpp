@@ -1,13 +1,16 @@
 #include <agentkit/cognition/react.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
-#include <set>
+
+#include <spdlog/spdlog.h>
 
 #include <agentkit/errors.h>
 #include <agentkit/executor.h>
 #include <agentkit/invoker.h>
+#include <agentkit/session.h>
 
 namespace agentkit::cognition {
 namespace {
@@ -52,18 +55,6 @@ struct CallSlot {
   ToolResult result;
 };
 
-std::string tool_failure_text(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const ToolArgumentError& ex) {
-    return ex.what();
-  } catch (const std::exception& ex) {
-    return std::string("Tool failed: ") + ex.what();
-  } catch (...) {
-    return "Tool failed: unknown error";
-  }
-}
-
 // The answer text as JSON: the whole text, or the body of a ```json fence.
 std::optional<Json> answer_json(const std::string& text) {
   std::string_view body = text;
@@ -81,8 +72,13 @@ std::optional<Json> answer_json(const std::string& text) {
 
 class ReActDriver final : public RunHandle::Driver {
  public:
-  ReActDriver(const Agent& agent, const ReActCognition& cognition, RunState state, Decisions decisions, RunContext ctx)
-      : agent_(agent), cognition_(cognition), st_(std::move(state)), ctx_(std::move(ctx)) {
+  ReActDriver(const Agent& agent, const ReActCognition& cognition, RunState state, Decisions decisions, RunContext ctx,
+              std::unique_ptr<Checkpoint> checkpoint)
+      : agent_(agent),
+        cognition_(cognition),
+        st_(std::move(state)),
+        ctx_(std::move(ctx)),
+        checkpoint_(std::move(checkpoint)) {
     if (st_.run_id.empty()) st_.run_id = RunContext::new_id("run");
     st_.agent = agent_.name();
     ctx_.correlation_id = st_.run_id;
@@ -100,6 +96,7 @@ class ReActDriver final : public RunHandle::Driver {
       }
     }
     if (st_.phase == Phase::suspended) apply_decisions(decisions);
+    claim();
   }
 
   ~ReActDriver() override {
@@ -145,6 +142,46 @@ class ReActDriver final : public RunHandle::Driver {
   }
 
   bool busy() const { return pending_ && !pending_->idle(); }
+
+  // ------------------------------------------------------------ durability
+
+  // The first save: it claims the run, so a second resume or recovery of the
+  // same checkpoint fails here, before anything runs.
+  void claim() {
+    if (!checkpoint_ || checkpoint_->save(st_)) return;
+    if (checkpoint_->version() == 0) throw RunError("a run with id '" + st_.run_id + "' already exists in the store");
+    throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
+  }
+
+  // Saves the state at a step boundary; false (the run has failed) when the
+  // store refused it.
+  bool checkpoint() {
+    if (!checkpoint_) return true;
+    std::string problem;
+    try {
+      if (checkpoint_->save(st_)) return true;
+      problem = "run '" + st_.run_id + "' was taken over by another process; this one stopped advancing it";
+    } catch (const std::exception& e) {
+      problem = std::string("checkpoint failed: ") + e.what();
+    }
+    checkpoint_.reset();  // nothing more is written by this driver
+    finish(StopReason::failed, problem);
+    return false;
+  }
+
+  // The final save, the ledger cleanup and the session update of a run that
+  // is over (or suspended). Failures are logged: the result stands.
+  void persist_end() {
+    try {
+      if (checkpoint_ && checkpoint_->save(st_) && st_.phase == Phase::done) checkpoint_->clear_ledger();
+      if (!st_.session.empty() && st_.phase == Phase::done && ctx_.store) {
+        append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
+      }
+    } catch (const std::exception& e) {
+      (ctx_.logger ? ctx_.logger : spdlog::default_logger())
+          ->error("run '{}': saving its end state failed: {}", st_.run_id, e.what());
+    }
+  }
 
   // The context handed to work on the executor. It does not own the
   // executor: work must never hold the last reference to the pool running it
@@ -240,8 +277,12 @@ class ReActDriver final : public RunHandle::Driver {
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
     Message message = std::move(response.message);
     message.role = Role::assistant;
-    if (message.tool_calls.empty()) return on_answer(std::move(message));
-    on_tool_calls(std::move(message));
+    if (message.tool_calls.empty()) {
+      on_answer(std::move(message));
+    } else {
+      on_tool_calls(std::move(message));
+    }
+    if (!done_) checkpoint();
   }
 
   void on_answer(Message message) {
@@ -334,7 +375,11 @@ class ReActDriver final : public RunHandle::Driver {
       slot.request.arguments = call.arguments;
       slot.request.tool = tool;
       slot.request.side_effecting = tool && tool->side_effecting();
-      slot.request.approved = approved_.contains(call.id);
+      slot.request.approved = std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end();
+      if (checkpoint_) {
+        slot.request.ledger = checkpoint_->ledger();
+        slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
+      }
       ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
     }
     auto executor = ctx_.executor;
@@ -356,7 +401,7 @@ class ReActDriver final : public RunHandle::Driver {
     try {
       slot.result = ctx.invoker->invoke_tool(slot.request, ctx);
     } catch (...) {
-      slot.result = ToolResult::error(tool_failure_text(std::current_exception()));
+      slot.result = ToolResult::error(failure_text(std::current_exception()));
     }
   }
 
@@ -390,6 +435,7 @@ class ReActDriver final : public RunHandle::Driver {
                                             std::to_string(agent_.options().max_repairs) + ")");
     }
     st_.phase = Phase::ask_model;
+    checkpoint();
   }
 
   // Tool results in call order, so the history is valid on the wire.
@@ -401,6 +447,7 @@ class ReActDriver final : public RunHandle::Driver {
     }
     st_.batch.clear();
     st_.outcomes.clear();
+    st_.approved.clear();
   }
 
   void apply_decisions(const Decisions& decisions) {
@@ -417,7 +464,7 @@ class ReActDriver final : public RunHandle::Driver {
         continue;
       }
       if (it->second.kind == Decision::Kind::edit) st_.batch[i].arguments = it->second.arguments;
-      approved_.insert(id);
+      st_.approved.push_back(id);
     }
     st_.pending.clear();
     st_.phase = Phase::act;
@@ -463,6 +510,7 @@ class ReActDriver final : public RunHandle::Driver {
       ctx_.emit(RunSuspended{s.pending});
       result_.suspended = std::move(s);
     }
+    persist_end();
     ctx_.emit(RunFinished{std::string(to_string(reason)), result_.output});
     result_.state = std::move(st_);  // the driver is done with it; no second copy of the history
     done_ = true;
@@ -477,7 +525,7 @@ class ReActDriver final : public RunHandle::Driver {
   std::string model_error_;  // why the resolver gave no model
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
-  std::set<std::string> approved_;
+  std::unique_ptr<Checkpoint> checkpoint_;  // null: not durable
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
   std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()
@@ -491,8 +539,9 @@ class ReActDriver final : public RunHandle::Driver {
 }  // namespace
 
 std::unique_ptr<RunHandle::Driver> ReActCognition::drive(const Agent& agent, RunState state, Decisions decisions,
-                                                         RunContext ctx) const {
-  return std::make_unique<ReActDriver>(agent, *this, std::move(state), std::move(decisions), std::move(ctx));
+                                                         RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const {
+  return std::make_unique<ReActDriver>(agent, *this, std::move(state), std::move(decisions), std::move(ctx),
+                                       std::move(checkpoint));
 }
 
 }  // namespace agentkit::cognition

@@ -2,7 +2,8 @@
 // answers; every call passes through the full default middleware chain.
 // Prints µs per iteration, the cost growth from iterations 91-100 to 991-1000
 // of one run, and wall time and peak RSS for 10,000 concurrent runs advanced
-// from one thread. Run with `make bench`.
+// from one thread. The runs are not durable (no store on the context):
+// bench_checkpoint measures what checkpointing adds. Run with `make bench`.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -78,6 +79,7 @@ int main() {
     llm->record_requests(false);
     auto model = std::make_shared<StampedModel>(llm);
     auto ctx = agentkit::testing::make_test_ctx({.llm = model});
+    ctx.store = nullptr;
     const auto start = Clock::now();
     auto result = agent.run("add", ctx);
     const auto elapsed = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
@@ -101,7 +103,8 @@ int main() {
   }
   // One runtime, many runs: the runs share the invoker (the middleware
   // chain); each has its own model script, budget and cancellation.
-  const agentkit::RunContext base = agentkit::testing::make_test_ctx();
+  agentkit::RunContext base = agentkit::testing::make_test_ctx();
+  base.store = nullptr;
   const long rss_before = peak_rss_kb();
   const auto start = Clock::now();
   std::vector<agentkit::RunHandle> handles;

@@ -2,8 +2,10 @@
 // Every tool call passes through the invoker's middleware chain; only the end
 // of the chain calls Tool::run.
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,22 @@
 #include <agentkit/tool.h>
 
 namespace agentkit {
+
+struct ToolRequest;
+struct ToolResult;
+
+// Exactly-once records for side-effecting calls, set on a request by a
+// durable run (see agentkit::state::StoreLedger). The end of the chain asks
+// begin() before running a side-effecting tool: a result means "do not run,
+// answer this" (the recorded outcome, or outcome_unknown for a call that
+// started and never recorded an end); nullopt means the intent is now
+// recorded and the tool runs, after which end() records its outcome.
+class CallLedger {
+ public:
+  virtual ~CallLedger() = default;
+  virtual std::optional<ToolResult> begin(const ToolRequest& request) const = 0;
+  virtual void end(const ToolRequest& request, const ToolResult& result) const = 0;
+};
 
 // A request to run one tool call.
 struct ToolRequest {
@@ -23,6 +41,10 @@ struct ToolRequest {
   // A human approved this exact call (set when resuming with a decision).
   bool approved = false;
   int attempt = 1;
+  // Where this call's intent and outcome are recorded, and its key there
+  // (unique within the run). Null: no record.
+  std::shared_ptr<const CallLedger> ledger;
+  std::string ledger_key;
 
   bool effectively_side_effecting() const noexcept { return side_effecting || (tool && tool->side_effecting()); }
   bool effectively_idempotent() const noexcept { return tool && tool->idempotent(); }
@@ -57,6 +79,10 @@ struct ToolResult {
 
 std::string_view to_string(ToolResult::Status status) noexcept;
 
+// The model-visible text for an exception a tool threw: an argument error's
+// own message, otherwise "Tool failed: <what>".
+std::string failure_text(std::exception_ptr error);
+
 // The rest of the chain. Passed by const&; a middleware MUST NOT store it.
 using Next = std::function<ToolResult(const ToolRequest&, RunContext&)>;
 // One layer: may call next zero times (deny), once, or several times (retry).
@@ -76,7 +102,8 @@ bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept;
 //
 // The end of the chain enforces approval itself: a call that needs approval
 // under ctx.autonomy and is not `approved` returns awaiting_approval without
-// running, whatever the middleware. A Tool::run that returns normally is
+// running, whatever the middleware. It also consults the request's ledger
+// for side-effecting calls, so a recorded call is never run again. A Tool::run that returns normally is
 // `ok`; exceptions propagate to the middleware (see error_boundary()).
 //
 // Example:

@@ -6,10 +6,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <agentkit/context.h>
+#include <agentkit/invoker.h>
 #include <agentkit/messages.h>
 #include <agentkit/registry.h>
 #include <agentkit/schema.h>
@@ -51,8 +54,10 @@ struct CallOutcome {
 };
 
 // The whole state of a run: what resume() needs, nothing process-bound.
+// Serialised as versioned JSON: this agentkit reads every earlier version and
+// refuses a newer one with a clear error.
 struct RunState {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
 
   std::string run_id;
   std::string agent;
@@ -65,7 +70,10 @@ struct RunState {
   // known so far, in call order.
   std::vector<ToolCall> batch;
   std::vector<std::optional<CallOutcome>> outcomes;
-  std::vector<std::string> pending;  // call ids awaiting a decision
+  std::vector<std::string> pending;   // call ids awaiting a decision
+  std::vector<std::string> approved;  // call ids of the batch a human approved (v2)
+  std::string session;                // the session this run continues, if any (v2)
+  int session_base = 0;               // history entries that came from the session (v2)
   Usage usage;
   StopReason stop_reason = StopReason::answered;
   std::string output;
@@ -75,6 +83,61 @@ struct RunState {
   // Throws std::invalid_argument for a malformed document or a newer version.
   static RunState from_json(const Json& j);
 };
+
+// A durable run could not be resumed or recovered as asked.
+class RunError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// No checkpoint for that run id in the context's store (and scope).
+class RunNotFound : public RunError {
+ public:
+  using RunError::RunError;
+};
+// Another resume or recovery of the same run got there first, or the run is
+// no longer suspended.
+class RunAlreadyResumed : public RunError {
+ public:
+  using RunError::RunError;
+};
+// A stored checkpoint is unreadable or was written by a newer agentkit.
+class CheckpointError : public RunError {
+ public:
+  using RunError::RunError;
+};
+
+// Where a durable run persists (a context with a store makes every run
+// durable): its RunState under "<scope>/runs/<run id>" at every step
+// boundary, and exactly-once records of its side-effecting calls under
+// "<scope>/ledger/<run id>/". Each save is a compare-and-set over the version
+// last seen, so two processes never both advance one run.
+class Checkpoint {
+ public:
+  // `version`: the stored version this run continues from (0: a new run).
+  Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, std::string run_id, std::int64_t version);
+
+  // False when another writer advanced the run first; throws on store errors.
+  bool save(const RunState& state);
+  std::int64_t version() const noexcept { return version_; }
+  const std::string& run_id() const noexcept { return run_id_; }
+  // The ledger for this run's side-effecting calls, and dropping its records.
+  const std::shared_ptr<const CallLedger>& ledger() const noexcept { return ledger_; }
+  void clear_ledger() const;
+
+ private:
+  std::shared_ptr<state::Store> store_;
+  std::string key_;
+  std::string run_id_;
+  std::int64_t version_;
+  std::shared_ptr<const CallLedger> ledger_;
+};
+
+// The stored state of a run, or nullopt. Throws CheckpointError when unreadable.
+std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id);
+// Runs whose last checkpoint is mid-step (asking the model or acting): what a
+// restarted process recovers with Agent::recover(). Suspended and finished
+// runs are not listed.
+std::vector<std::string> interrupted_runs(state::Store& store, const Scope& scope);
 
 struct RunResult {
   StopReason stop_reason = StopReason::answered;
@@ -126,8 +189,12 @@ class Cognition {
  public:
   virtual ~Cognition() = default;
   virtual const ToolRegistry& tools() const = 0;
+  // `checkpoint` is null for a run without a store. A durable driver saves
+  // at construction (claiming the run: it throws RunAlreadyResumed, or
+  // RunError for a new run whose id exists, when the save loses) and at
+  // every step boundary after.
   virtual std::unique_ptr<RunHandle::Driver> drive(const Agent& agent, RunState state, Decisions decisions,
-                                                   RunContext ctx) const = 0;
+                                                   RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const = 0;
 };
 
 // A declared output type for an agent's final answer (see output_type<T>()).
@@ -146,10 +213,23 @@ OutputSpec output_type() {
           }};
 }
 
+// Shapes a session's history before it is stored (see <agentkit/session.h>
+// for truncation and summarisation that keep tool calls with their results).
+using HistoryPolicy = std::function<std::vector<Message>(std::vector<Message>)>;
+
 struct AgentOptions {
   int max_iterations = 10;  // model calls per run
   int max_repairs = 3;      // consecutive turns with bad calls before failing
   std::optional<OutputSpec> output;
+  HistoryPolicy history_policy;  // applied to session history; null keeps everything
+};
+
+struct RunOptions {
+  std::string run_id;  // empty: a new unique id
+  // Continue this session: its stored history comes first, and the run's new
+  // messages are appended to it when the run ends (not while suspended).
+  // Needs ctx.store.
+  std::string session;
 };
 
 // Example:
@@ -169,13 +249,26 @@ class Agent {
   const AgentOptions& options() const noexcept { return options_; }
   const Cognition& cognition() const noexcept { return *cognition_; }
 
-  // Drives a run to its end on the calling thread.
-  RunResult run(std::string task, RunContext& ctx) const;
+  // Drives a run to its end on the calling thread. With ctx.store the run
+  // is durable: checkpointed at every step boundary.
+  RunResult run(std::string task, RunContext& ctx, RunOptions options = {}) const;
   // Starts a run for the host to advance with RunHandle::poll().
-  RunHandle start(std::string task, RunContext& ctx) const;
-  // Continues a suspended run with decisions for its pending calls.
+  RunHandle start(std::string task, RunContext& ctx, RunOptions options = {}) const;
+  // Continues a suspended run with decisions for its pending calls. With
+  // ctx.store, resuming claims the run's checkpoint: of two resumes of one
+  // run exactly one proceeds, the other throws RunAlreadyResumed.
   RunResult resume(RunState state, Decisions decisions, RunContext& ctx) const;
   RunHandle start_resume(RunState state, Decisions decisions, RunContext& ctx) const;
+  // The same from the store (ctx.store, ctx.scope), e.g. in another process.
+  // Throws RunNotFound, RunAlreadyResumed or CheckpointError.
+  RunResult resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const;
+  RunHandle start_resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const;
+  // Continues a run from its last checkpoint after its process died. Calls
+  // with a recorded outcome are not run again; a side-effecting call that
+  // started but recorded nothing is reported as outcome_unknown (unless the
+  // tool is idempotent). A suspended or finished run comes back as it is.
+  RunResult recover(std::string_view run_id, RunContext& ctx) const;
+  RunHandle start_recover(std::string_view run_id, RunContext& ctx) const;
 
  private:
   std::string name_;

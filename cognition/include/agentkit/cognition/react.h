@@ -29,8 +29,8 @@ class ReActCognition final : public Cognition {
   explicit ReActCognition(ToolRegistry tools) : tools_(std::move(tools)) {}
 
   const ToolRegistry& tools() const override { return tools_; }
-  std::unique_ptr<RunHandle::Driver> drive(const Agent& agent, RunState state, Decisions decisions,
-                                           RunContext ctx) const override;
+  std::unique_ptr<RunHandle::Driver> drive(const Agent& agent, RunState state, Decisions decisions, RunContext ctx,
+                                           std::unique_ptr<Checkpoint> checkpoint) const override;
 
  private:
   ToolRegistry tools_;

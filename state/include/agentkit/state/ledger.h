@@ -1,0 +1,38 @@
+#pragma once
+// StoreLedger: exactly-once records for side-effecting tool calls, kept in a
+// Store so they survive the process. A durable run gives each call a ledger
+// key; the invoker records the intent before the tool body runs and the
+// outcome after (see agentkit::CallLedger).
+//
+// On a second attempt at the same call (a recovery after a crash, a replay):
+// - a recorded success is returned as recorded, without running the tool;
+// - a call with an intent and no outcome is not run again unless the tool is
+//   idempotent: the model and the caller get `outcome_unknown`;
+// - a recorded failure is returned as recorded, unless the tool is idempotent
+//   (then it runs again).
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <agentkit/invoker.h>
+#include <agentkit/state/store.h>
+
+namespace agentkit::state {
+
+class StoreLedger final : public CallLedger {
+ public:
+  // Records live under `prefix` + each request's ledger_key.
+  StoreLedger(std::shared_ptr<Store> store, std::string prefix);
+
+  std::optional<ToolResult> begin(const ToolRequest& request) const override;
+  void end(const ToolRequest& request, const ToolResult& result) const override;
+
+  // Drops every record under the prefix (once the run no longer needs them).
+  void clear() const;
+
+ private:
+  std::shared_ptr<Store> store_;
+  std::string prefix_;
+};
+
+}  // namespace agentkit::state

@@ -1,0 +1,412 @@
+// Durable runs: checkpoints at every step boundary, resume by run id (once),
+// recovery after a crash with the exactly-once ledger, and sessions.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
+#include <agentkit/function_tool.h>
+#include <agentkit/session.h>
+#include <agentkit/state/ledger.h>
+#include <agentkit/state/store.h>
+#include <agentkit/testing/fake_llm.h>
+#include <agentkit/testing/test_context.h>
+
+using agentkit::Agent;
+using agentkit::Decision;
+using agentkit::Json;
+using agentkit::Message;
+using agentkit::Phase;
+using agentkit::Role;
+using agentkit::RunState;
+using agentkit::StopReason;
+using agentkit::ToolCall;
+using agentkit::cognition::react;
+using agentkit::state::InMemoryStore;
+using agentkit::testing::FakeLLM;
+using agentkit::testing::make_test_ctx;
+using agentkit::testing::Turn;
+
+namespace {
+
+ToolCall call(std::string id, std::string name, Json args) {
+  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
+}
+
+// Records every write, so a test can read the phases a run went through.
+class RecordingStore final : public agentkit::state::Store {
+ public:
+  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner.get(key); }
+  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
+    note(key, value);
+    return inner.put(key, std::move(value), ttl);
+  }
+  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
+                                              Ttl ttl) override {
+    note(key, value);
+    return inner.compare_and_set(key, expected, std::move(value), ttl);
+  }
+  bool erase(std::string_view key) override { return inner.erase(key); }
+  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
+    return inner.list(prefix);
+  }
+
+  std::vector<std::string> phases() {
+    std::lock_guard lock(mutex);
+    return phases_;
+  }
+  InMemoryStore inner;
+
+ private:
+  void note(std::string_view key, const std::string& value) {
+    if (key.find("/runs/") == std::string_view::npos) return;
+    std::lock_guard lock(mutex);
+    phases_.push_back(Json::parse(value).at("phase").get<std::string>());
+  }
+  std::mutex mutex;
+  std::vector<std::string> phases_;
+};
+
+struct Counter {
+  std::atomic<int> runs{0};
+  agentkit::ToolPtr tool(std::string name, bool side_effecting, bool idempotent = false, bool approval = false) {
+    auto b = agentkit::tool(std::move(name))
+                 .doc("Record one thing in the outside world and return a receipt for it.")
+                 .side_effecting(side_effecting);
+    if (idempotent) b = std::move(b).idempotent();
+    if (approval) b = std::move(b).requires_approval();
+    return std::move(b).params("what").fn([this](const std::string& what) {
+      ++runs;
+      return "done: " + what;
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a durable run checkpoints at every step boundary", "[durable]") {
+  auto store = std::make_shared<RecordingStore>();
+  Counter counter;
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "note", {{"what", "a"}})}},
+      Turn{.content = "noted"},
+  });
+  Agent agent("clerk", "fake", "You take notes.", react({counter.tool("note", true)}));
+  auto ctx = make_test_ctx({.llm = llm, .store = store});
+  auto result = agent.run("take a note", ctx, {.run_id = "r1"});
+  REQUIRE(result.stop_reason == StopReason::answered);
+  // claim, after the model asked for a call, after the call, the end
+  CHECK(store->phases() == std::vector<std::string>{"ask_model", "act", "ask_model", "done"});
+  auto stored = agentkit::load_run(*store, ctx.scope, "r1");
+  REQUIRE(stored);
+  CHECK(stored->phase == Phase::done);
+  CHECK(stored->output == "noted");
+  CHECK(stored->history.size() == 4);
+  // The ledger records are dropped once the run is over.
+  CHECK(store->list(agentkit::state::scoped_key(ctx.scope, "ledger/")).empty());
+  CHECK(agentkit::interrupted_runs(*store, ctx.scope).empty());
+}
+
+TEST_CASE("a run id that already exists is refused before anything runs", "[durable]") {
+  auto llm = FakeLLM::script({Turn{.content = "one"}, Turn{.content = "two"}});
+  Agent agent("a", "fake", "You answer.", react({}));
+  auto ctx = make_test_ctx({.llm = llm});
+  agent.run("q", ctx, {.run_id = "same"});
+  CHECK_THROWS_AS(agent.run("q", ctx, {.run_id = "same"}), agentkit::RunError);
+  CHECK(llm->calls() == 1);
+}
+
+TEST_CASE("resume by run id in a fresh runtime: approve, and only once", "[durable][approval]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter counter;
+  const auto make_agent = [&] {
+    return Agent("billing", "fake", "You handle refunds.", react({counter.tool("refund", true, false, true)}));
+  };
+  std::string run_id;
+  {
+    auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "refund", {{"what", "A-1"}})}}});
+    auto ctx = make_test_ctx({.llm = llm, .store = store});
+    auto result = make_agent().run("refund A-1", ctx);
+    REQUIRE(result.stop_reason == StopReason::suspended);
+    run_id = result.state.run_id;
+  }
+  CHECK(counter.runs == 0);
+  // Everything below knows only the store and the run id.
+  auto llm = FakeLLM::script({Turn{.content = "Refund issued."}, Turn{.content = "again"}});
+  auto ctx = make_test_ctx({.llm = llm, .store = store});
+  const Agent agent = make_agent();
+
+  SECTION("the first resume proceeds, a second is refused") {
+    auto resumed = agent.resume(run_id, {{"c1", Decision::approve()}}, ctx);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    CHECK(resumed.output == "Refund issued.");
+    CHECK(counter.runs == 1);
+    CHECK_THROWS_AS(agent.resume(run_id, {{"c1", Decision::approve()}}, ctx), agentkit::RunAlreadyResumed);
+    CHECK(counter.runs == 1);
+  }
+  SECTION("two concurrent resumes: exactly one proceeds") {
+    std::atomic<int> proceeded{0}, refused{0};
+    std::atomic<bool> go{false};
+    auto attempt = [&] {
+      auto local = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "ok"}}), .store = store});
+      while (!go) std::this_thread::yield();
+      try {
+        agent.resume(run_id, {{"c1", Decision::approve()}}, local);
+        ++proceeded;
+      } catch (const agentkit::RunAlreadyResumed&) {
+        ++refused;
+      }
+    };
+    std::thread a(attempt), b(attempt);
+    go = true;
+    a.join();
+    b.join();
+    CHECK(proceeded == 1);
+    CHECK(refused == 1);
+    CHECK(counter.runs == 1);
+  }
+  SECTION("a stale in-memory state cannot resume a run already resumed from the store") {
+    auto stale = agentkit::load_run(*store, ctx.scope, run_id);
+    REQUIRE(stale);
+    agent.resume(run_id, {{"c1", Decision::reject("no")}}, ctx);
+    CHECK_THROWS_AS(agent.resume(*stale, {{"c1", Decision::approve()}}, ctx), agentkit::RunAlreadyResumed);
+    CHECK(counter.runs == 0);
+  }
+  SECTION("recovering a suspended run leaves it suspended: no approval is bypassed") {
+    auto recovered = agent.recover(run_id, ctx);
+    CHECK(recovered.stop_reason == StopReason::suspended);
+    REQUIRE(recovered.suspended);
+    CHECK(recovered.suspended->pending.at(0).id == "c1");
+    CHECK(counter.runs == 0);
+    CHECK(llm->calls() == 0);
+  }
+}
+
+TEST_CASE("resume and recover report unknown, unreadable and newer checkpoints", "[durable]") {
+  auto store = std::make_shared<InMemoryStore>();
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({}), .store = store});
+  Agent agent("a", "fake", "You answer.", react({}));
+  CHECK_THROWS_AS(agent.resume("nope", {}, ctx), agentkit::RunNotFound);
+  CHECK_THROWS_AS(agent.recover("nope", ctx), agentkit::RunNotFound);
+
+  store->put(agentkit::state::scoped_key(ctx.scope, "runs/garbled"), "{not json");
+  CHECK_THROWS_AS(agent.recover("garbled", ctx), agentkit::CheckpointError);
+
+  RunState newer;
+  newer.run_id = "newer";
+  Json doc = newer.to_json();
+  doc["version"] = RunState::kVersion + 1;
+  store->put(agentkit::state::scoped_key(ctx.scope, "runs/newer"), doc.dump());
+  CHECK_THROWS_WITH(agent.recover("newer", ctx), Catch::Contains("newer agentkit"));
+
+  auto no_store = make_test_ctx({.llm = FakeLLM::script({})});
+  no_store.store = nullptr;
+  CHECK_THROWS_AS(agent.resume("x", {}, no_store), std::invalid_argument);
+}
+
+TEST_CASE("a version-1 checkpoint still resumes", "[durable][state]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter counter;
+  Agent agent("billing", "fake", "You handle refunds.", react({counter.tool("refund", true, false, true)}));
+  auto first = make_test_ctx({.llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "refund", {{"what", "x"}})}}}),
+                              .store = store});
+  auto suspended = agent.run("refund x", first);
+  REQUIRE(suspended.stop_reason == StopReason::suspended);
+  Json v1 = suspended.state.to_json();
+  v1["version"] = 1;
+  for (const char* field : {"approved", "session", "session_base"}) v1.erase(field);
+  const std::string key = agentkit::state::scoped_key(first.scope, "runs/" + suspended.state.run_id);
+  store->put(key, v1.dump());
+
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "ok"}}), .store = store});
+  auto resumed = agent.resume(suspended.state.run_id, {{"c1", Decision::approve()}}, ctx);
+  CHECK(resumed.stop_reason == StopReason::answered);
+  CHECK(counter.runs == 1);
+  CHECK(Json::parse(store->get(key)->value).at("version") == RunState::kVersion);
+}
+
+TEST_CASE("recovery mid-batch: recorded calls are not re-run, unknown ones are reported", "[durable][ledger]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter pay, refresh, lookup;
+  Agent agent("ops", "fake", "You operate.",
+              react({pay.tool("pay", true), refresh.tool("refresh", true, /*idempotent=*/true),
+                     lookup.tool("lookup", false)}));
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({}), .store = store});
+
+  // What a process killed in the middle of a batch leaves behind: the
+  // checkpoint taken after the model asked for the calls, and ledger records
+  // for the calls that had started.
+  RunState st;
+  st.run_id = "crashed";
+  st.agent = "ops";
+  st.task = "do it";
+  st.phase = Phase::act;
+  st.iterations = 1;
+  st.batch = {call("c1", "pay", {{"what", "done-before"}}), call("c2", "pay", {{"what", "in-flight"}}),
+              call("c3", "pay", {{"what", "not-started"}}), call("c4", "refresh", {{"what", "cache"}}),
+              call("c5", "lookup", {{"what", "status"}})};
+  st.outcomes.resize(st.batch.size());
+  st.history = {Message::user("do it"), Message::assistant("", st.batch)};
+  store->put(agentkit::state::scoped_key(ctx.scope, "runs/crashed"), st.to_json().dump());
+  const agentkit::state::StoreLedger ledger(store, agentkit::state::scoped_key(ctx.scope, "ledger/crashed/"));
+  agentkit::ToolRequest c1{.call_id = "c1", .name = "pay", .ledger_key = "1/c1"};
+  ledger.end(c1, agentkit::ToolResult::ok("receipt 17"));
+  store->put(agentkit::state::scoped_key(ctx.scope, "ledger/crashed/1/c2"), R"({"state":"intent","attempt":1})");
+  store->put(agentkit::state::scoped_key(ctx.scope, "ledger/crashed/1/c4"), R"({"state":"intent","attempt":1})");
+  CHECK(agentkit::interrupted_runs(*store, ctx.scope) == std::vector<std::string>{"crashed"});
+
+  auto llm = FakeLLM::script({Turn{.content = "finished"}});
+  ctx.models = [llm](std::string_view) { return llm; };
+  auto result = agent.recover("crashed", ctx);
+  REQUIRE(result.stop_reason == StopReason::answered);
+  CHECK(pay.runs == 1);      // only c3, which never started
+  CHECK(refresh.runs == 1);  // idempotent: an unfinished call runs again
+  CHECK(lookup.runs == 1);   // read-only calls may re-run
+  const auto seen = llm->requests().at(0).messages;
+  REQUIRE(seen.size() == 7);
+  CHECK(seen[2].content == "receipt 17");
+  CHECK(seen[3].content.find("outcome of this call is unknown") != std::string::npos);
+  CHECK(seen[3].is_error);
+  CHECK(seen[4].content == "done: not-started");
+  CHECK(seen[5].content == "done: cache");
+  CHECK(agentkit::interrupted_runs(*store, ctx.scope).empty());
+  CHECK_FALSE(result.output.empty());
+}
+
+TEST_CASE("StoreLedger: intent, outcome, replay", "[durable][ledger]") {
+  auto store = std::make_shared<InMemoryStore>();
+  const agentkit::state::StoreLedger ledger(store, "L/");
+  Counter c;
+  agentkit::ToolRequest once{.call_id = "a", .name = "pay", .tool = c.tool("pay", true), .ledger_key = "1/a"};
+  agentkit::ToolRequest again{.call_id = "b", .name = "sync", .tool = c.tool("sync", true, true), .ledger_key = "1/b"};
+
+  CHECK_FALSE(ledger.begin(once).has_value());  // first time: run it
+  auto unknown = ledger.begin(once);            // started, never ended
+  REQUIRE(unknown);
+  CHECK(unknown->status == agentkit::ToolResult::Status::outcome_unknown);
+  ledger.end(once, agentkit::ToolResult::error("Tool failed: card declined"));
+  auto failed = ledger.begin(once);
+  REQUIRE(failed);
+  CHECK(failed->status == agentkit::ToolResult::Status::error);
+  CHECK(failed->text == "Tool failed: card declined");
+
+  CHECK_FALSE(ledger.begin(again).has_value());
+  CHECK_FALSE(ledger.begin(again).has_value());  // idempotent: may run again
+  ledger.end(again, agentkit::ToolResult::ok(Json{{"synced", 3}}));
+  auto replay = ledger.begin(again);
+  REQUIRE(replay);
+  CHECK(replay->value == Json{{"synced", 3}});
+  ledger.clear();
+  CHECK(store->list("L/").empty());
+}
+
+TEST_CASE("a run that another process took over stops advancing", "[durable]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter counter;
+  Agent agent("clerk", "fake", "You take notes.", react({counter.tool("note", true)}));
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "note", {{"what", "a"}})}}, Turn{.content = "noted"}});
+  auto ctx = make_test_ctx({.llm = llm, .store = store});
+  auto handle = agent.start("note", ctx, {.run_id = "r"});  // claimed, not yet advanced
+  {
+    auto other = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "recovered"}}), .store = store});
+    CHECK(agent.recover("r", other).output == "recovered");
+  }
+  const auto result = handle.wait();
+  CHECK(result.stop_reason == StopReason::failed);
+  CHECK_THAT(result.error, Catch::Contains("taken over by another process"));
+  CHECK(counter.runs == 0);
+}
+
+TEST_CASE("sessions: a new run continues the conversation", "[session]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Agent agent("pal", "fake", "You chat.", react({}));
+  auto llm = FakeLLM::script({Turn{.content = "Hello Ada."}, Turn{.content = "Your name is Ada."}});
+  auto ctx = make_test_ctx({.llm = llm, .store = store});
+  agent.run("My name is Ada.", ctx, {.session = "u1"});
+  auto second = agent.run("What is my name?", ctx, {.session = "u1"});
+  CHECK(second.output == "Your name is Ada.");
+  const auto seen = llm->requests().at(1).messages;
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0].content == "My name is Ada.");
+  CHECK(seen[1].content == "Hello Ada.");
+  CHECK(seen[2].content == "What is my name?");
+  CHECK(agentkit::session_history(*store, ctx.scope, "u1").size() == 4);
+  // Sessions are per scope, and can be forgotten.
+  CHECK(agentkit::session_history(*store, agentkit::Scope{.org_id = 9}, "u1").empty());
+  agentkit::clear_session(*store, ctx.scope, "u1");
+  CHECK(agentkit::session_history(*store, ctx.scope, "u1").empty());
+}
+
+TEST_CASE("sessions: a suspended run joins its session when it ends", "[session][approval]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter counter;
+  Agent agent("billing", "fake", "You handle refunds.", react({counter.tool("refund", true, false, true)}));
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "refund", {{"what", "x"}})}},
+                                                    Turn{.content = "refunded"}}),
+                            .store = store});
+  auto suspended = agent.run("refund x", ctx, {.session = "s"});
+  REQUIRE(suspended.stop_reason == StopReason::suspended);
+  CHECK(agentkit::session_history(*store, ctx.scope, "s").empty());
+  auto done = agent.resume(suspended.state.run_id, {{"c1", Decision::approve()}}, ctx);
+  REQUIRE(done.stop_reason == StopReason::answered);
+  const auto history = agentkit::session_history(*store, ctx.scope, "s");
+  REQUIRE(history.size() == 4);
+  CHECK(history[2].role == Role::tool);
+  // Appending the same run again (a recovery replaying its end) changes nothing.
+  agentkit::append_to_session(*store, ctx.scope, done.state, nullptr);
+  CHECK(agentkit::session_history(*store, ctx.scope, "s").size() == 4);
+}
+
+TEST_CASE("sessions: concurrent runs of one session both land", "[session]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Agent agent("pal", "fake", "You chat.", react({}));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "a" + std::to_string(i)}}), .store = store});
+      agent.run("q" + std::to_string(i), ctx, {.session = "shared"});
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(agentkit::session_history(*store, agentkit::Scope{}, "shared").size() == 16);
+}
+
+TEST_CASE("history policies cut at user turns and keep tool calls with their results", "[session]") {
+  std::vector<Message> history;
+  for (int turn = 0; turn < 4; ++turn) {
+    const std::string n = std::to_string(turn);
+    history.push_back(Message::user("q" + n));
+    history.push_back(Message::assistant("", {call("c" + n, "t", Json::object())}));
+    history.push_back(Message::tool_result("c" + n, "t", "r" + n));
+    history.push_back(Message::assistant("a" + n));
+  }
+  auto kept = agentkit::keep_last_turns(2)(history);
+  REQUIRE(kept.size() == 8);
+  CHECK(kept.front().content == "q2");
+  CHECK(kept[1].tool_calls.at(0).id == "c2");
+  CHECK(kept[2].tool_call_id == "c2");
+  CHECK(agentkit::keep_last_turns(10)(history).size() == 16);
+
+  std::size_t summarised = 0;
+  auto folded = agentkit::summarize_older(1, [&](const std::vector<Message>& older) {
+    summarised = older.size();
+    return "Ada asked three questions.";
+  })(history);
+  CHECK(summarised == 12);
+  REQUIRE(folded.size() == 4);
+  CHECK(folded.front().role == Role::user);
+  CHECK(folded.front().content == "Summary of the earlier conversation: Ada asked three questions.\n\nq3");
+  CHECK(folded[2].tool_call_id == "c3");
+
+  // The agent applies its policy when the run's messages join the session.
+  auto store = std::make_shared<InMemoryStore>();
+  Agent agent("pal", "fake", "You chat.", react({}), {.history_policy = agentkit::keep_last_turns(1)});
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "one"}, Turn{.content = "two"}}), .store = store});
+  agent.run("first", ctx, {.session = "p"});
+  agent.run("second", ctx, {.session = "p"});
+  const auto stored = agentkit::session_history(*store, ctx.scope, "p");
+  REQUIRE(stored.size() == 2);
+  CHECK(stored[0].content == "second");
+}
