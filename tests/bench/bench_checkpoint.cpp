@@ -1,0 +1,127 @@
+// Checkpoint cost: the same 10-iteration ReAct run (a scripted model asks for
+// one tool call per turn, then answers) without a store, and durable on each
+// store: InMemoryStore, SqliteStore with full durability (fsync per commit),
+// and SqliteStore in normal mode (survives a process crash; fsync only at WAL
+// checkpoints). A durable run writes its state twice per iteration (after
+// the model, after the tools); a side-effecting call adds its ledger intent
+// and outcome. Prints the cost per checkpoint and per iteration. Run with
+// `make bench`.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
+#include <agentkit/function_tool.h>
+#include <agentkit/state/sqlite_store.h>
+#include <agentkit/state/store.h>
+#include <agentkit/testing/fake_llm.h>
+#include <agentkit/testing/test_context.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using agentkit::state::SqliteStore;
+using agentkit::testing::FakeLLM;
+using agentkit::testing::Turn;
+namespace fs = std::filesystem;
+
+constexpr int kIterations = 10;
+
+std::vector<Turn> script(const std::string& tool) {
+  std::vector<Turn> turns;
+  for (int i = 0; i < kIterations; ++i) {
+    turns.push_back(Turn{.tool_calls = {{"call_" + std::to_string(i), tool, {{"a", i}, {"b", 1}}, {}}}});
+  }
+  turns.push_back(Turn{.content = "done"});
+  return turns;
+}
+
+// Median µs per run of `runs` runs of `agent` on stores made by `make_store`.
+double us_per_run(const agentkit::Agent& agent, const std::string& tool, int runs,
+                  const std::function<std::shared_ptr<agentkit::state::Store>()>& make_store) {
+  std::vector<double> samples;
+  auto store = make_store();
+  for (int r = 0; r < runs; ++r) {
+    auto llm = FakeLLM::script(script(tool));
+    llm->record_requests(false);
+    auto ctx = agentkit::testing::make_test_ctx({.llm = llm});
+    ctx.store = store;
+    const auto start = Clock::now();
+    const auto result = agent.run("add", ctx);
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    if (result.stop_reason != agentkit::StopReason::answered) {
+      std::fprintf(stderr, "unexpected stop: %s %s\n", std::string(to_string(result.stop_reason)).c_str(),
+                   result.error.c_str());
+      std::exit(1);
+    }
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  const auto make_tool = [](const char* name, bool side_effecting) {
+    return agentkit::tool(name)
+        .doc("Add two integers and return their sum to the caller.")
+        .side_effecting(side_effecting)
+        .params("a", "b")
+        .fn([](std::int64_t a, std::int64_t b) { return a + b; });
+  };
+  const agentkit::Agent agent("adder", "fake", "You add numbers.",
+                              agentkit::cognition::react({make_tool("add", false), make_tool("record", true)}),
+                              {.max_iterations = kIterations + 1});
+
+  const fs::path dir = fs::temp_directory_path() / ("agentkit-bench-checkpoint-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  int db_serial = 0;
+  const auto sqlite = [&](SqliteStore::Durability durability) {
+    return [&, durability]() -> std::shared_ptr<agentkit::state::Store> {
+      return std::make_shared<SqliteStore>(dir / ("bench-" + std::to_string(++db_serial) + ".db"),
+                                           SqliteStore::Options{.durability = durability});
+    };
+  };
+  struct Row {
+    const char* name;
+    std::function<std::shared_ptr<agentkit::state::Store>()> make;
+    int runs;
+  };
+  const std::vector<Row> rows{
+      {"no store (not durable)", [] { return nullptr; }, 400},
+      {"InMemoryStore", [] { return std::make_shared<agentkit::state::InMemoryStore>(); }, 400},
+      {"SqliteStore, durability normal", sqlite(SqliteStore::Durability::normal), 100},
+      {"SqliteStore, durability full (fsync per commit)", sqlite(SqliteStore::Durability::full), 15},
+  };
+
+  std::printf("checkpoint cost: %d-iteration runs, 2 checkpoints per iteration + 1 at the start and the end\n",
+              kIterations);
+  std::printf("%-50s %12s %22s %18s", "store", "µs / run", "durability µs / iter", "µs / store write");
+  for (const char* tool : {"add", "record"}) {
+    const bool side_effecting = std::string(tool) == "record";
+    const double writes = 2.0 * kIterations + 2 + (side_effecting ? 2.0 * kIterations : 0);
+    std::printf("\ntool call: %s\n", side_effecting ? "side-effecting (+2 ledger writes per call)"
+                                                  : "read-only (no ledger records)");
+    double baseline = 0;
+    for (const auto& row : rows) {
+      const double us = us_per_run(agent, tool, row.runs, row.make);
+      if (baseline == 0) {
+        baseline = us;
+        std::printf("  %-48s %12.1f %22s %18s\n", row.name, us, "-", "-");
+        continue;
+      }
+      std::printf("  %-48s %12.1f %22.1f %18.2f\n", row.name, us, (us - baseline) / kIterations,
+                  (us - baseline) / writes);
+    }
+  }
+  fs::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,95 @@
+#pragma once
+// The workload of the crash harness and the cross-process resume test: an
+// agent whose side-effecting tools append a line ("<pid> <token>") to an
+// external ledger file, driven by a model whose next turn follows from the
+// history alone, so a run recovered in another process continues the same
+// plan.
+//
+// Plan of run `id`: kSteps turns that each ask for two `append` calls and a
+// read-only `peek`; then, for runs that need approval, one `transfer` call
+// (requires approval); then the answer "done <id>".
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
+#include <agentkit/function_tool.h>
+#include <agentkit/model.h>
+
+namespace workload {
+
+constexpr int kSteps = 3;
+
+inline bool needs_transfer(const std::string& run_id) { return run_id.back() % 2 == 0; }
+
+class PlannedModel final : public agentkit::Model {
+ public:
+  agentkit::ModelResponse complete(const agentkit::ModelRequest& request, agentkit::RunContext& ctx) override {
+    int step = 0;
+    for (const auto& m : request.messages) step += m.role == agentkit::Role::assistant;
+    const std::string run = ctx.correlation_id;
+    agentkit::ModelResponse response;
+    response.message.role = agentkit::Role::assistant;
+    const auto ask = [&](std::string id, std::string tool, std::string token) {
+      response.message.tool_calls.push_back({std::move(id), std::move(tool), {{"token", std::move(token)}}, {}});
+    };
+    if (step < kSteps) {
+      const std::string s = std::to_string(step);
+      ask("a" + s, "append", run + "/" + s + "/a");
+      ask("b" + s, "append", run + "/" + s + "/b");
+      ask("p" + s, "peek", run + "/" + s + "/p");
+    } else if (step == kSteps && needs_transfer(run)) {
+      ask("t", "transfer", run + "/transfer");
+    } else {
+      response.message.content = "done " + run;
+    }
+    response.finish_reason = response.message.tool_calls.empty() ? "stop" : "tool_calls";
+    return response;
+  }
+};
+
+// Appends "<pid> <token>\n" in one write (O_APPEND: lines never interleave).
+inline void append_line(const std::string& path, const std::string& token) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open the ledger file " + path);
+  const std::string line = std::to_string(::getpid()) + " " + token + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  if (!ok) throw std::runtime_error("short write to the ledger file");
+}
+
+inline agentkit::Agent make_agent(const std::string& ledger_path) {
+  auto side_effect = [ledger_path](const std::string& token) {
+    append_line(ledger_path, token);
+    // Widen the window between the effect and its record, where a kill
+    // leaves an intent without an outcome.
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return "ok " + token;
+  };
+  auto append = agentkit::tool("append")
+                    .doc("Append a token to the external ledger and confirm it.")
+                    .side_effecting(true)
+                    .params("token")
+                    .fn(side_effect);
+  auto transfer = agentkit::tool("transfer")
+                      .doc("Transfer money; recorded in the external ledger.")
+                      .side_effecting(true)
+                      .requires_approval()
+                      .params("token")
+                      .fn(side_effect);
+  auto peek = agentkit::tool("peek")
+                  .doc("Read a value without changing anything outside.")
+                  .side_effecting(false)
+                  .params("token")
+                  .fn([](const std::string& token) { return "seen " + token; });
+  return agentkit::Agent("worker", "planned", "You follow the plan.",
+                         agentkit::cognition::react({append, transfer, peek}), {.max_iterations = 20});
+}
+
+}  // namespace workload
