@@ -264,15 +264,17 @@ class McpTool final : public Tool {
   ToolSpec spec_;
 };
 
-McpError rpc_error(const std::string& where, const std::string& method, const Json& error) {
+McpError rpc_error(const McpTransport& transport, const std::string& where, const std::string& method,
+                   const Json& error) {
   if (!error.is_object()) {
-    return McpError(McpError::Kind::rpc, where + " answered " + method + " with a malformed error: " + preview(error));
+    return McpError(McpError::Kind::rpc,
+                    where + " answered " + method + " with a malformed error: " + transport.redact(preview(error)));
   }
   const int code = error.contains("code") && error["code"].is_number_integer() ? error["code"].get<int>() : 0;
   const std::string message = string_field(error, "message");
   return McpError(McpError::Kind::rpc,
                   where + " answered " + method + " with error " + std::to_string(code) + ": " +
-                      mcp_detail::preview_text(message, 400),
+                      transport.redact(mcp_detail::preview_text(message, 400)),
                   code, error.value("data", Json()));
 }
 
@@ -333,8 +335,8 @@ void McpSession::handshake(bool first) {
     server_.instructions = string_field(result, "instructions");
     if (auto it = result.find("capabilities"); it != result.end() && it->is_object()) server_.capabilities = *it;
   }
-  notify("notifications/initialized", nullptr);
   transport_->initialized(version);
+  notify("notifications/initialized", nullptr);
   std::lock_guard lock(mutex_);
   initialized_ = true;
 }
@@ -441,7 +443,7 @@ Json McpSession::wait_for(std::int64_t id, McpPending& pending, const std::strin
   forget(id);
   if (pending.error) throw *pending.error;
   const Json& response = pending.response;
-  if (auto error = response.find("error"); error != response.end()) throw rpc_error(where_, method, *error);
+  if (auto error = response.find("error"); error != response.end()) throw rpc_error(*transport_, where_, method, *error);
   return response.value("result", Json::object());
 }
 
@@ -521,7 +523,8 @@ void McpSession::schedule_relist() {
     try {
       refresh_tools(true);
     } catch (const std::exception& e) {
-      logger_->warn("{}: re-listing tools after list_changed failed: {}", where_, e.what());
+      std::lock_guard lock(mutex_);
+      if (!closed_) logger_->warn("{}: re-listing tools after list_changed failed: {}", where_, e.what());
     }
   });
 }

@@ -126,16 +126,21 @@ class McpTransport {
   // Connects (spawns the process) and delivers incoming messages until close().
   // Throws McpError(disconnected) when the server cannot be started.
   virtual void start(Callbacks callbacks) = 0;
-  // Queues or sends one message without waiting for its answer. Throws
-  // McpError(disconnected) once the connection is over.
+  // Sends one message without waiting for its answer. Messages that are not
+  // requests reach the server in the order they were sent, before any later
+  // request. Throws McpError(disconnected) once the connection is over.
   virtual void send(const Json& message) = 0;
-  // The handshake is complete at `protocol_version` (HTTP: from now on every
-  // request carries MCP-Protocol-Version; the standalone stream opens).
+  // The server answered initialize with `protocol_version`; called before
+  // notifications/initialized is sent (HTTP: from now on every request
+  // carries MCP-Protocol-Version; the standalone stream opens).
   virtual void initialized(const std::string& protocol_version) { (void)protocol_version; }
   // Ends the connection and stops every transport thread. Idempotent.
   virtual void close() = 0;
   // The peer for messages and logs, e.g. "stdio server 'node'" (no secrets).
   virtual std::string describe() const = 0;
+  // `text` from the server with any credential the transport sends replaced
+  // by "[redacted]", for logs and errors (a server may echo what it got).
+  virtual std::string redact(std::string text) const { return text; }
 };
 
 // A child process speaking newline-delimited JSON-RPC on stdin/stdout. Its
