@@ -48,6 +48,10 @@ deps:
 	  status=$$(dpkg-query -W -f='$${db:Status-Status}' "$$pkg" 2>/dev/null || true); \
 	  [[ "$$status" == installed ]] || missing+=("$$pkg"); \
 	done; \
+	# node and npm (the MCP tests' reference servers) may come from outside apt: \
+	# only install Debian's when neither is on PATH. \
+	command -v node >/dev/null 2>&1 || missing+=(nodejs); \
+	command -v npm >/dev/null 2>&1 || missing+=(npm); \
 	if (( $${#missing[@]} )); then \
 	  if [[ $$(id -u) -eq 0 ]]; then \
 	    echo "deps: installing missing packages: $${missing[*]}"; \

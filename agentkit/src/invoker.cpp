@@ -87,6 +87,7 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
 ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
   if (needs_approval(request, ctx.autonomy) && !request.approved) return ToolResult::awaiting_approval();
   if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
+  ctx.call_key = request.ledger_key;
   if (request.ledger && request.effectively_side_effecting()) return run_recorded(request, ctx);
   return ToolResult::ok(request.tool->run(request.arguments, ctx));
 }

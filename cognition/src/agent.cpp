@@ -326,7 +326,17 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
       .params(param("task", "the sub-task / goal to run"))
       .fn([agent, render](const std::string& task, RunContext& ctx) {
         RunContext child = ctx.child();
-        RunResult result = agent->run(task, child);
+        RunResult result;
+        if (ctx.store && !ctx.correlation_id.empty() && !ctx.call_key.empty()) {
+          // Durable: the sub-run's id follows from the call, so when a
+          // recovered parent runs this call again, the sub-run is recovered
+          // (or its result returned) instead of started over.
+          const std::string id = ctx.correlation_id + "/" + ctx.call_key;
+          result = load_run(*ctx.store, ctx.scope, id) ? agent->recover(id, child)
+                                                       : agent->run(task, child, {.run_id = id});
+        } else {
+          result = agent->run(task, child);
+        }
         if (result.stop_reason == StopReason::suspended) {
           throw std::runtime_error("sub-agent '" + agent->name() +
                                    "' suspended awaiting approval; approve its calls in its own run");

@@ -376,10 +376,8 @@ class ReActDriver final : public RunHandle::Driver {
       slot.request.tool = tool;
       slot.request.side_effecting = tool && tool->side_effecting();
       slot.request.approved = std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end();
-      if (checkpoint_) {
-        slot.request.ledger = checkpoint_->ledger();
-        slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
-      }
+      slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
+      if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
       ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
     }
     auto executor = ctx_.executor;

@@ -57,6 +57,14 @@ class RecordingStore final : public agentkit::state::Store {
     std::lock_guard lock(mutex);
     return phases_;
   }
+  // The first checkpoint written for `key` at `phase`.
+  std::string checkpoint_at(const std::string& key, const std::string& phase) {
+    std::lock_guard lock(mutex);
+    for (const auto& [k, v] : writes_) {
+      if (k == key && Json::parse(v).at("phase") == phase) return v;
+    }
+    return {};
+  }
   InMemoryStore inner;
 
  private:
@@ -64,9 +72,11 @@ class RecordingStore final : public agentkit::state::Store {
     if (key.find("/runs/") == std::string_view::npos) return;
     std::lock_guard lock(mutex);
     phases_.push_back(Json::parse(value).at("phase").get<std::string>());
+    writes_.emplace_back(key, value);
   }
   std::mutex mutex;
   std::vector<std::string> phases_;
+  std::vector<std::pair<std::string, std::string>> writes_;
 };
 
 struct Counter {
@@ -409,4 +419,39 @@ TEST_CASE("history policies cut at user turns and keep tool calls with their res
   const auto stored = agentkit::session_history(*store, ctx.scope, "p");
   REQUIRE(stored.size() == 2);
   CHECK(stored[0].content == "second");
+}
+
+TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects happen once", "[durable][as_tool]") {
+  auto store = std::make_shared<RecordingStore>();
+  Counter counter;
+  auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
+                                                  react({counter.tool("order_sample", true)}));
+  Agent lead("lead", "fake", "You lead.",
+             react({agentkit::as_tool(researcher, {.name = "research",
+                                                   .description = "Delegate a research task to the researcher."})}));
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}},  // lead
+      Turn{.tool_calls = {call("s1", "order_sample", {{"what", "kit"}})}},     // researcher
+      Turn{.content = "sample ordered"},                                       // researcher
+      Turn{.content = "all done"},                                             // lead
+  });
+  auto ctx = make_test_ctx({.llm = llm, .store = store});
+  REQUIRE(lead.run("go", ctx, {.run_id = "lead-1"}).output == "all done");
+  REQUIRE(counter.runs == 1);
+  CHECK(agentkit::load_run(*store, ctx.scope, "lead-1/1/c1"));  // the sub-run's id follows from the call
+
+  // The lead's process dies right after the checkpoint that asked for the
+  // call; the sub-run had finished.
+  const std::string key = agentkit::state::scoped_key(ctx.scope, "runs/lead-1");
+  const std::string act = store->checkpoint_at(key, "act");
+  REQUIRE_FALSE(act.empty());
+  store->inner.put(key, act);
+
+  auto llm2 = FakeLLM::script({Turn{.content = "all done again"}});
+  auto later = make_test_ctx({.llm = llm2, .store = store});
+  auto again = lead.recover("lead-1", later);
+  CHECK(again.output == "all done again");
+  CHECK(counter.runs == 1);  // the sub-run was found, not started over
+  CHECK(llm2->calls() == 1);
+  CHECK(llm2->requests().at(0).messages.back().content == "sample ordered");
 }

@@ -157,6 +157,11 @@ class RunContext {
   std::shared_ptr<spdlog::logger> logger;
   std::string span_id;
   std::string parent_span_id;
+  // Set for a tool body by the end of the invoker chain: the call's key,
+  // unique within its run ("<turn>/<call id>"). A sub-run derives its run id
+  // from it, so a recovered parent finds the sub-run again instead of
+  // starting it over.
+  std::string call_key;
 
   // A scoped context for a sub-run: shares budget and cancellation, adds one
   // to depth, opens a child span. Throws DepthLimitExceeded past max_depth.

@@ -41,8 +41,8 @@ struct ToolRequest {
   // A human approved this exact call (set when resuming with a decision).
   bool approved = false;
   int attempt = 1;
-  // Where this call's intent and outcome are recorded, and its key there
-  // (unique within the run). Null: no record.
+  // Where this call's intent and outcome are recorded (null: no record), and
+  // the call's key, unique within its run (see RunContext::call_key).
   std::shared_ptr<const CallLedger> ledger;
   std::string ledger_key;
 
