@@ -42,14 +42,14 @@ MAKEFLAGS += --no-print-directory
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
 
+# node and npm (for the MCP tests' reference servers) may come from outside apt:
+# Debian's nodejs/npm are named only when the command is missing from PATH.
 deps:
 	@missing=(); \
 	for pkg in $(PACKAGES); do \
 	  status=$$(dpkg-query -W -f='$${db:Status-Status}' "$$pkg" 2>/dev/null || true); \
 	  [[ "$$status" == installed ]] || missing+=("$$pkg"); \
 	done; \
-	# node and npm (the MCP tests' reference servers) may come from outside apt: \
-	# only install Debian's when neither is on PATH. \
 	command -v node >/dev/null 2>&1 || missing+=(nodejs); \
 	command -v npm >/dev/null 2>&1 || missing+=(npm); \
 	if (( $${#missing[@]} )); then \
