@@ -13,7 +13,7 @@ PACKAGES := cmake g++ make pkg-config ccache \
             libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev \
             catch2 libtrompeloeil-cpp-dev libsqlite3-dev
 
-DEMO            ?= example_02_react_approval
+DEMO            ?= example_06_switch_providers
 BUILD_DIR       ?= build
 BUILD_TYPE      ?= RelWithDebInfo
 ASAN_DIR        ?= build-asan

@@ -1,13 +1,22 @@
-// 02 — a ReAct agent with two tools, one of which needs a human's approval.
-// The run suspends before the refund, a "human" approves it, the run resumes
-// from its serialised state and the agent answers.
+// 06 — switching providers with AGENTKIT_MODEL: the same agent code talks to
+// any provider; the model string picks the adapter.
 //
-// The model is reached through the real OpenAI adapter and libcurl. By
-// default it talks to a loopback server that replays scripted Chat
-// Completions streams, so this runs offline with no key. With AGENTKIT_MODEL
-// set (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5) and the
-// provider's key in OPENAI_API_KEY / ANTHROPIC_API_KEY, it talks to the real
-// provider instead.
+// A ReAct agent with two tools, one of which needs a human's approval: the
+// run suspends before the refund, a "human" approves it, the run resumes from
+// its serialised state and the agent answers.
+//
+// By default the model is "openai/gpt-4o-mini@<loopback URL>": the real
+// OpenAI adapter and libcurl talk to a loopback server that replays scripted
+// Chat Completions streams, so this runs offline with no key. Set
+// AGENTKIT_MODEL to switch, with the provider's key in OPENAI_API_KEY or
+// ANTHROPIC_API_KEY:
+//
+//   ./build/examples/example_06_switch_providers                      (loopback, offline)
+//   AGENTKIT_MODEL=openai/gpt-4o-mini ./build/examples/example_06_switch_providers
+//   AGENTKIT_MODEL=anthropic/claude-sonnet-4-5 ./build/examples/example_06_switch_providers
+//   AGENTKIT_MODEL=openai/llama3.1@http://localhost:11434/v1 ./build/examples/example_06_switch_providers
+//
+// `make demo` runs this example.
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
