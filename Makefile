@@ -4,7 +4,7 @@
 #   make build    configure once into build/, then build incrementally
 #   make demo     build and run build/examples/$(DEMO)
 #   make test     build and run every ctest case
-#   make bench    build and run every build/tests/bench/bench_* executable
+#   make bench    build, install the JS peers (npm ci), run every build/tests/bench/bench_*
 #   make asan     ASan+UBSan build in build-asan/ and its ctest run
 #   make clean    remove build/ and build-asan/
 
@@ -25,6 +25,7 @@ CMAKE           ?= cmake
 CTEST           ?= ctest
 CMAKE_FLAGS     ?=
 CTEST_FLAGS     ?=
+PEERS_DIR       ?= tests/bench/peers
 
 # ccache: leave the build directory out of the hash (it is hashed because of
 # -g), so the consumer.subdirectory_consumer test, which compiles the same
@@ -37,7 +38,7 @@ SHELL := /bin/bash
 .DELETE_ON_ERROR:
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help deps configure build demo test bench asan asan-configure asan-build clean
+.PHONY: help deps configure build demo test bench bench-peers asan asan-configure asan-build clean
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -85,7 +86,19 @@ demo: build
 test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j$(JOBS) $(CTEST_FLAGS)
 
-bench: build
+# The JS agent SDKs bench_peers compares against, installed from the
+# committed lockfile; npm ci runs again only when the lockfile changes.
+bench-peers:
+	@lock=$$(sha256sum $(PEERS_DIR)/package-lock.json | cut -d' ' -f1); \
+	stamp=$(PEERS_DIR)/node_modules/.agentkit-lock-sha256; \
+	if [[ "$$(cat "$$stamp" 2>/dev/null)" != "$$lock" ]]; then \
+	  command -v npm >/dev/null || { echo "bench: the peer comparison needs node (>= 20) and npm on PATH" >&2; exit 1; }; \
+	  echo "bench: npm ci in $(PEERS_DIR)"; \
+	  (cd $(PEERS_DIR) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error); \
+	  echo "$$lock" > "$$stamp"; \
+	fi
+
+bench: build bench-peers
 	@shopt -s nullglob; benches=(); \
 	for b in $(BUILD_DIR)/tests/bench/bench_*; do \
 	  [[ -f "$$b" && -x "$$b" ]] && benches+=("$$b"); \
