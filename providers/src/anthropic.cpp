@@ -167,7 +167,11 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
   } else if (type == "content_block_delta") {
     const Json delta = e.value("delta", Json::object());
     const std::string dt = text_of(delta.value("type", Json()));
-    if (dt == "text_delta") block.text += text_of(delta.value("text", Json()));
+    if (dt == "text_delta") {
+      const std::string text = text_of(delta.value("text", Json()));
+      if (on_text_ && !text.empty() && block.type == "text") on_text_(text);
+      block.text += text;
+    }
     if (dt == "input_json_delta") block.partial_json += text_of(delta.value("partial_json", Json()));
   } else {
     block.stopped = true;
@@ -209,7 +213,8 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
   http.body = anthropic_body(request, options_, options_.stream).dump();
   if (options_.stream) {
     return std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(*transport_, std::move(http),
-                                                                                     ctx.cancellation);
+                                                                                     ctx.cancellation,
+                                                                                     detail::text_deltas(ctx));
   }
   return std::make_unique<detail::WholeCompletion>(
       *transport_, std::move(http), ctx.cancellation,

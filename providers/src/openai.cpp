@@ -138,7 +138,9 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
   for (const auto& choice : *choices) {
     if (!choice.is_object() || choice.value("index", 0) != 0) continue;  // n > 1: the first choice only
     const Json delta = choice.value("delta", Json::object());
-    content_ += text_of(delta.value("content", Json()));
+    const std::string text = text_of(delta.value("content", Json()));
+    if (on_text_ && !text.empty()) on_text_(text);
+    content_ += text;
     if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
       for (const auto& c : *calls) {
         const auto index = c.value("index", static_cast<std::size_t>(calls_.size()));
@@ -185,7 +187,8 @@ std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& re
   http.body = openai_chat_body(request, options_, options_.stream).dump();
   if (options_.stream) {
     return std::make_unique<detail::StreamedCompletion<OpenAIStreamAccumulator>>(*transport_, std::move(http),
-                                                                                  ctx.cancellation);
+                                                                                  ctx.cancellation,
+                                                                                  detail::text_deltas(ctx));
   }
   return std::make_unique<detail::WholeCompletion>(
       *transport_, std::move(http), ctx.cancellation,

@@ -5,20 +5,32 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <utility>
 
+#include <agentkit/context.h>
 #include <agentkit/model.h>
 #include <agentkit/providers/sse.h>
 #include <agentkit/providers/transport.h>
 
 namespace agentkit::providers::detail {
 
-// Decodes an SSE body into `Accumulator` as it arrives.
+using TextSink = std::function<void(std::string_view)>;
+
+// Emits each streamed text fragment as a TextDelta event of the run (queued
+// for the driving thread, or handed to the observer).
+inline TextSink text_deltas(const RunContext& ctx) {
+  return [ctx](std::string_view text) { ctx.emit(TextDelta{std::string(text)}); };
+}
+
+// Decodes an SSE body into `Accumulator` as it arrives; `on_text` receives
+// the text fragments the accumulator decodes.
 template <class Accumulator>
 class StreamedCompletion final : public PendingCompletion {
  public:
-  StreamedCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel)
-      : decoded_(std::make_unique<Decoded>()),
+  StreamedCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, TextSink on_text = {})
+      : decoded_(std::make_unique<Decoded>(std::move(on_text))),
         // Reads to the end even after the final event, so the connection
         // stays reusable (an aborted transfer closes it).
         request_(transport.start_stream(
@@ -40,6 +52,7 @@ class StreamedCompletion final : public PendingCompletion {
 
  private:
   struct Decoded {
+    explicit Decoded(TextSink on_text) : accumulator(std::move(on_text)) {}
     Accumulator accumulator;
     SseDecoder decoder;
     SseDecoder::Sink sink = [this](const SseEvent& e) { accumulator.on_event(e); };

@@ -14,6 +14,12 @@ namespace agentkit {
 struct ModelCallStarted {
   int iteration = 0;
 };
+// A fragment of the assistant's text as a streaming model produces it, in
+// order. The whole message still ends the call (ModelCallFinished); adapters
+// that do not stream emit none.
+struct TextDelta {
+  std::string text;
+};
 struct ModelCallFinished {
   int iteration = 0;
   Usage usage;
@@ -62,7 +68,7 @@ struct McpProgress {
 };
 
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
-                           RunSuspended, RunFinished, Progress, McpProgress>;
+                           RunSuspended, RunFinished, Progress, McpProgress, TextDelta>;
 
 // Receives events. Every method defaults to a no-op; override what you need.
 // Called on the thread that drives the run (the host's thread for handles).

@@ -1,8 +1,10 @@
 #pragma once
 // Anthropic Messages adapter. Translation only: HTTP goes through Transport.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <agentkit/model.h>
 #include <agentkit/providers/sse.h>
@@ -37,6 +39,9 @@ ModelResponse anthropic_response(const Json& body);
 // instead of running it.
 class AnthropicStreamAccumulator {
  public:
+  // `on_text`, when set, receives each text fragment as it is decoded.
+  explicit AnthropicStreamAccumulator(std::function<void(std::string_view)> on_text = {})
+      : on_text_(std::move(on_text)) {}
   void on_event(const SseEvent& event);
   bool done() const noexcept { return done_; }
   ModelResponse finish();
@@ -51,6 +56,7 @@ class AnthropicStreamAccumulator {
     Json input;
     bool stopped = false;
   };
+  std::function<void(std::string_view)> on_text_;
   std::vector<Block> blocks_;  // by index
   std::string stop_reason_;
   Usage usage_;

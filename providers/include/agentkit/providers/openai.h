@@ -2,9 +2,11 @@
 // OpenAI Chat Completions adapter, also for compatible servers (Ollama /v1,
 // vLLM, llama.cpp server, any base URL). Translation only: HTTP goes
 // through Transport.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <agentkit/model.h>
 #include <agentkit/providers/sse.h>
@@ -36,6 +38,8 @@ ModelResponse openai_chat_response(const Json& body);
 // `[DONE]`, and errors inside a 200 stream (thrown as ProviderError).
 class OpenAIStreamAccumulator {
  public:
+  // `on_text`, when set, receives each content fragment as it is decoded.
+  explicit OpenAIStreamAccumulator(std::function<void(std::string_view)> on_text = {}) : on_text_(std::move(on_text)) {}
   void on_event(const SseEvent& event);
   bool done() const noexcept { return done_; }
   ModelResponse finish();  // the response so far (also for a stream cut short)
@@ -46,6 +50,7 @@ class OpenAIStreamAccumulator {
     std::string name;
     std::string arguments;
   };
+  std::function<void(std::string_view)> on_text_;
   std::string content_;
   std::vector<PartialCall> calls_;  // by index
   std::string finish_reason_;
