@@ -1,0 +1,328 @@
+#include "commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include <agentkit/agent.h>
+#include <agentkit/state/sqlite_store.h>
+#include <agentkit/state/store.h>
+
+#include "assembly.h"
+#include "config.h"
+#include "terminal.h"
+
+namespace agentkit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How long the driving loop sleeps when a poll made no progress: short
+// enough for text to stream smoothly, long enough to leave the CPU alone.
+constexpr auto kPollInterval = std::chrono::milliseconds(2);
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+// A usage or setup problem: printed as it is, exit code Exit::usage.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Asks on the terminal only when a person is there to answer.
+bool interactive(const OutputOptions& output) { return !output.json && ::isatty(0) && ::isatty(1); }
+
+Terminal make_terminal(const OutputOptions& output) {
+  return Terminal({.json = output.json, .styled = !output.json && ::isatty(2)});
+}
+
+// Where the CLI remembers which definition a run was started from.
+std::string run_record_key(const std::string& run_id) { return state::scoped_key(Scope{}, "cli/runs/" + run_id); }
+
+std::shared_ptr<state::Store> open_store(const OutputOptions& output) {
+  const fs::path path = output.store.value_or(default_store_path());
+  if (path.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+  }
+  try {
+    return std::make_shared<state::SqliteStore>(path);
+  } catch (const std::exception& e) {
+    throw UsageError(std::string("cannot open the state database: ") + e.what());
+  }
+}
+
+// "run-" and 64 random bits: unique across processes sharing one database.
+std::string new_run_id() {
+  std::random_device random;
+  const std::uint64_t bits = (std::uint64_t(random()) << 32) ^ random();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
+  return std::string("run-") + hex;
+}
+
+// `text` quoted for a POSIX shell when it needs it.
+std::string shell_quoted(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("-_./:=@%+,").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (plain) return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string resume_command_for(const std::string& run_id, const OutputOptions& output) {
+  std::string command = "agentkit resume " + shell_quoted(run_id);
+  if (output.store) command += " --store " + shell_quoted(output.store->string());
+  return command;
+}
+
+// Receives the events of sub-agent runs (delivered on worker threads) and
+// hands them to the driving thread.
+class NestedEvents final : public Observer {
+ public:
+  void on_event(const Event& event) override { queue_.push(event); }
+  std::vector<Event> drain() { return queue_.drain(); }
+
+ private:
+  EventQueue queue_;
+};
+
+// One invocation's run: the agent, its context and the terminal.
+struct Driver {
+  const AgentRuntime& runtime;
+  RunContext& ctx;
+  Terminal& ui;
+  NestedEvents& nested;
+  const OutputOptions& output;
+  std::string resume_command;
+
+  // Advances `handle` until it ends, showing events as they arrive. The
+  // first SIGINT cancels the run.
+  RunResult drive(RunHandle& handle) {
+    bool cancelled = false;
+    while (true) {
+      // Sub-run events first: they happened before anything this poll emits.
+      for (const Event& event : nested.drain()) ui.show(event, true);
+      const bool done = handle.poll();
+      for (const Event& event : handle.drain_events()) ui.show(event);
+      if (done) return handle.result();
+      if (g_interrupted && !cancelled) {
+        handle.cancel();
+        cancelled = true;
+      }
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  // Drives `handle` to its end; a suspension is decided here (--yes, or
+  // asked on a terminal) and continued in-process, or left for `resume`.
+  int finish(RunHandle handle) {
+    while (true) {
+      const RunResult result = drive(handle);
+      if (result.stop_reason == StopReason::suspended && result.suspended) {
+        std::optional<Decisions> decisions;
+        if (output.yes) {
+          decisions = approve_all(result.suspended->pending);
+        } else if (interactive(output)) {
+          decisions = ask_decisions(result.suspended->pending, std::cin, stderr);
+        }
+        if (decisions) {
+          handle = runtime.agent().start_resume(result.state.run_id, std::move(*decisions), ctx);
+          continue;
+        }
+        if (g_interrupted) {
+          ui.note("interrupted; run " + result.state.run_id + " stays suspended: " + resume_command);
+          return static_cast<int>(Exit::cancelled);
+        }
+      }
+      ui.outcome(result, resume_command);
+      return static_cast<int>(exit_code(result.stop_reason));
+    }
+  }
+
+  static Decisions approve_all(const std::vector<ToolCall>& pending) {
+    Decisions decisions;
+    for (const auto& call : pending) decisions[call.id] = Decision::approve();
+    return decisions;
+  }
+};
+
+// Decisions for a stored run's pending calls from --approve / --reject, plus
+// --yes or the terminal for the rest. Throws UsageError for an id that is not
+// pending, or for undecided calls with nobody to ask.
+Decisions decisions_for(const ResumeArgs& args, const std::vector<ToolCall>& pending) {
+  Decisions decisions;
+  auto require_pending = [&](const std::string& id) {
+    if (std::none_of(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; })) {
+      std::string ids;
+      for (const auto& call : pending) ids += (ids.empty() ? "" : ", ") + call.id;
+      throw UsageError("call '" + id + "' is not awaiting a decision in run " + args.run_id + "; pending: " + ids);
+    }
+  };
+  for (const auto& id : args.approve) {
+    require_pending(id);
+    decisions[id] = Decision::approve();
+  }
+  for (const auto& [id, reason] : args.reject) {
+    require_pending(id);
+    decisions[id] = Decision::reject(reason);
+  }
+  std::vector<ToolCall> undecided;
+  for (const auto& call : pending) {
+    if (args.approve_all || args.output.yes) decisions.try_emplace(call.id, Decision::approve());
+    if (!decisions.contains(call.id)) undecided.push_back(call);
+  }
+  if (undecided.empty()) return decisions;
+  if (interactive(args.output)) {
+    auto asked = ask_decisions(undecided, std::cin, stderr);
+    if (!asked) throw UsageError("no decision given; run " + args.run_id + " stays suspended");
+    decisions.merge(*asked);
+    return decisions;
+  }
+  std::string list;
+  for (const auto& call : undecided) list += "\n  " + call.id + "  " + call.name + " " + preview(call.arguments);
+  throw UsageError("run " + args.run_id + " awaits a decision on:" + list +
+                   "\npass --approve all, --approve ID or --reject ID[:reason]");
+}
+
+std::vector<ToolCall> pending_calls(const RunState& state) {
+  std::vector<ToolCall> pending;
+  for (const auto& call : state.batch) {
+    if (std::find(state.pending.begin(), state.pending.end(), call.id) != state.pending.end()) pending.push_back(call);
+  }
+  return pending;
+}
+
+fs::path agent_file_of(state::Store& store, const ResumeArgs& args) {
+  if (args.agent_file) return *args.agent_file;
+  const auto record = store.get(run_record_key(args.run_id));
+  if (!record) {
+    if (load_run(store, Scope{}, args.run_id)) {
+      throw UsageError("run " + args.run_id + " was not started by this CLI; name its definition: agentkit resume " +
+                       args.run_id + " AGENT.yaml");
+    }
+    throw UsageError("no run '" + args.run_id + "' in the state database");
+  }
+  try {
+    return Json::parse(record->value).at("agent_file").get<std::string>();
+  } catch (const Json::exception&) {
+    throw UsageError("the record of run " + args.run_id + " is unreadable; name its definition: agentkit resume " +
+                     args.run_id + " AGENT.yaml");
+  }
+}
+
+int guarded(const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+  } catch (const UsageError& e) {
+    std::cerr << "agentkit: " << e.what() << "\n";
+  } catch (const RunError& e) {
+    std::cerr << "agentkit: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "agentkit: error: " << e.what() << "\n";
+    return static_cast<int>(Exit::failed);
+  }
+  return static_cast<int>(Exit::usage);
+}
+
+}  // namespace
+
+fs::path default_store_path() {
+  if (const char* home = std::getenv("AGENTKIT_HOME"); home && *home) return fs::path(home) / "state.db";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".agentkit" / "state.db";
+  throw UsageError("neither AGENTKIT_HOME nor HOME is set; pass --store PATH");
+}
+
+void install_interrupt_handler() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  // No SA_RESTART: a pending read (the approval prompt) returns at once.
+  // SA_RESETHAND: a second SIGINT ends the process.
+  action.sa_flags = SA_RESETHAND;
+  ::sigaction(SIGINT, &action, nullptr);
+}
+
+int run_command(const RunArgs& args) {
+  return guarded([&] {
+    const AgentConfig config = load_agent_config(args.agent_file);
+    Terminal ui = make_terminal(args.output);
+    for (const auto& warning : config.warnings) ui.note(warning);
+    auto store = open_store(args.output);
+    auto nested = std::make_shared<NestedEvents>();
+    const AgentRuntime runtime(config);
+    RunContext ctx = runtime.context(store, nested);
+    const std::string run_id = new_run_id();
+    store->put(run_record_key(run_id), Json{{"agent_file", config.file.string()}}.dump());
+    Driver driver{runtime, ctx, ui, *nested, args.output, resume_command_for(run_id, args.output)};
+    const std::string session = args.session.empty() ? config.session : args.session;
+    return driver.finish(runtime.agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
+  });
+}
+
+int resume_command(const ResumeArgs& args) {
+  return guarded([&] {
+    auto store = open_store(args.output);
+    const AgentConfig config = load_agent_config(agent_file_of(*store, args));
+    const auto stored = load_run(*store, Scope{}, args.run_id);
+    if (!stored) throw UsageError("no run '" + args.run_id + "' in the state database");
+    if (stored->agent != config.name) {
+      throw UsageError("run " + args.run_id + " belongs to agent '" + stored->agent + "', but " + config.file.string() +
+                       " defines '" + config.name + "'");
+    }
+    const bool has_flags = args.approve_all || !args.approve.empty() || !args.reject.empty();
+    if (stored->phase == Phase::done) {
+      throw UsageError("run " + args.run_id + " already ended (" + std::string(to_string(stored->stop_reason)) +
+                       "); nothing to resume");
+    }
+    if (stored->phase != Phase::suspended && has_flags) {
+      throw UsageError("run " + args.run_id + " is not waiting for a decision; resume it without --approve/--reject");
+    }
+    Terminal ui = make_terminal(args.output);
+    for (const auto& warning : config.warnings) ui.note(warning);
+    auto nested = std::make_shared<NestedEvents>();
+    const AgentRuntime runtime(config);
+    RunContext ctx = runtime.context(store, nested);
+    Driver driver{runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
+    if (stored->phase == Phase::suspended) {
+      Decisions decisions = decisions_for(args, pending_calls(*stored));
+      return driver.finish(runtime.agent().start_resume(args.run_id, std::move(decisions), ctx));
+    }
+    // Its process died mid-step: continue from the last checkpoint.
+    ui.note("recovering run " + args.run_id + " from its last checkpoint");
+    return driver.finish(runtime.agent().start_recover(args.run_id, ctx));
+  });
+}
+
+int validate_command(const fs::path& agent_file) {
+  return guarded([&] {
+    const AgentConfig config = load_agent_config(agent_file);
+    for (const auto& warning : config.warnings) std::cerr << warning << "\n";
+    const AgentRuntime runtime(config, {.connect = false});
+    std::string tools;
+    for (const auto& name : runtime.tool_names()) tools += (tools.empty() ? "" : ", ") + name;
+    for (const auto& server : config.mcp) tools += (tools.empty() ? "" : ", ") + server.name + "_* (MCP, not started)";
+    std::cout << config.file.string() << ": ok: agent '" << config.name << "', model " << config.model
+              << ", tools: " << (tools.empty() ? "none" : tools) << "\n";
+    return static_cast<int>(Exit::answered);
+  });
+}
+
+}  // namespace agentkit::cli

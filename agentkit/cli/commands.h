@@ -1,0 +1,59 @@
+#pragma once
+// The CLI's commands: run, resume and validate. Each returns the process
+// exit code (see Exit in terminal.h).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace agentkit::cli {
+
+// Options shared by run and resume.
+struct OutputOptions {
+  bool json = false;  // one JSON object per line on stdout
+  bool yes = false;   // approve every call that asks, without asking
+  std::optional<std::filesystem::path> store;  // the state database; default $AGENTKIT_HOME/state.db
+};
+
+struct RunArgs {
+  std::filesystem::path agent_file;
+  std::string task;
+  std::string session;  // overrides the definition's `session`
+  OutputOptions output;
+};
+
+struct ResumeArgs {
+  std::string run_id;
+  std::optional<std::filesystem::path> agent_file;  // default: the file the run was started from
+  bool approve_all = false;
+  std::vector<std::string> approve;                         // call ids
+  std::vector<std::pair<std::string, std::string>> reject;  // call id, reason
+  OutputOptions output;
+};
+
+// `agentkit run AGENT.yaml "task"`: starts a durable run and drives it
+// until it ends. A suspension asks for decisions on a terminal (stdin and
+// stdout both TTYs, no --json) and continues in-process; otherwise it prints
+// the run id and how to resume, and exits with Exit::suspended.
+int run_command(const RunArgs& args);
+
+// `agentkit resume RUN_ID`: continues a suspended run with decisions from
+// the flags (or asked on a terminal), or recovers a run whose process died
+// mid-step. The agent definition is the one the run was started with unless
+// a file is given.
+int resume_command(const ResumeArgs& args);
+
+// `agentkit validate AGENT.yaml`: loads and checks the definition and its
+// sub-agents without starting anything.
+int validate_command(const std::filesystem::path& agent_file);
+
+// The default state database: $AGENTKIT_HOME/state.db, else
+// $HOME/.agentkit/state.db.
+std::filesystem::path default_store_path();
+
+// Installs the SIGINT handler that cancels the current run (a second SIGINT
+// ends the process at once).
+void install_interrupt_handler();
+
+}  // namespace agentkit::cli

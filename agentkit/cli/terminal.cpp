@@ -1,0 +1,364 @@
+#include "terminal.h"
+
+#include <algorithm>
+#include <cctype>
+#include <type_traits>
+#include <variant>
+
+#include <agentkit/json.h>
+
+namespace agentkit::cli {
+namespace {
+
+constexpr std::size_t kPreviewChars = 60;
+constexpr std::size_t kErrorChars = 120;
+
+// Model and tool text may hold invalid UTF-8: replace it rather than throw.
+std::string dump_line(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json call_json(const ToolCall& call) {
+  Json arguments = call.arguments;
+  if (!call.arguments_text.empty() && (arguments.is_null() || arguments.empty())) arguments = call.arguments_text;
+  return {{"id", call.id}, {"name", call.name}, {"arguments", std::move(arguments)}};
+}
+
+std::int64_t millis(std::chrono::microseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+// The first line of `text`, at most `max` bytes (cut on a UTF-8 boundary).
+std::string first_line(const std::string& text, std::size_t max) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() <= max) return line;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "…";
+}
+
+bool plain_name(const std::string& key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+}
+
+// "order_id: 'A-1', amount: 20" for a status line; bounded and single-line.
+std::string arguments_preview(const ToolCall& call) {
+  if (!call.arguments_text.empty() && (call.arguments.is_null() || call.arguments.empty())) {
+    return first_line(call.arguments_text, kPreviewChars);
+  }
+  if (!call.arguments.is_object()) return preview(call.arguments, kPreviewChars);
+  std::string out;
+  for (const auto& [key, value] : call.arguments.items()) {
+    if (out.size() > kPreviewChars) break;
+    out += (out.empty() ? "" : ", ") + (plain_name(key) ? key : preview(Json(key), kPreviewChars)) + ": " +
+           preview(value, kPreviewChars);
+  }
+  return first_line(out, kPreviewChars);
+}
+
+std::string call_key(const std::string& call_id, bool nested) { return (nested ? "sub:" : "") + call_id; }
+
+const char* paint(bool styled, const char* colour) { return styled ? colour : ""; }
+constexpr const char* kGreen = "\033[32m";
+constexpr const char* kRed = "\033[31m";
+constexpr const char* kYellow = "\033[33m";
+constexpr const char* kDim = "\033[2m";
+constexpr const char* kReset = "\033[0m";
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+Exit exit_code(StopReason reason) noexcept {
+  switch (reason) {
+    case StopReason::answered:
+      return Exit::answered;
+    case StopReason::suspended:
+      return Exit::suspended;
+    case StopReason::max_iterations:
+      return Exit::max_iterations;
+    case StopReason::budget_exhausted:
+      return Exit::budget_exhausted;
+    case StopReason::cancelled:
+      return Exit::cancelled;
+    case StopReason::failed:
+      return Exit::failed;
+  }
+  return Exit::failed;
+}
+
+Json event_json(const Event& event, bool nested) {
+  Json j = std::visit(
+      Overloaded{
+          [](const ModelCallStarted& e) -> Json { return {{"type", "model_call_started"}, {"iteration", e.iteration}}; },
+          [](const TextDelta& e) -> Json { return {{"type", "text_delta"}, {"text", e.text}}; },
+          [](const ModelCallFinished& e) -> Json {
+            return {{"type", "model_call_finished"},
+                    {"iteration", e.iteration},
+                    {"finish_reason", e.finish_reason},
+                    {"usage", to_json(e.usage)}};
+          },
+          [](const ToolCallStarted& e) -> Json {
+            Json out = call_json(e.call);
+            return {{"type", "tool_call_started"}, {"call_id", out["id"]}, {"name", out["name"]},
+                    {"arguments", out["arguments"]}, {"status", e.status}};
+          },
+          [](const ToolCallFinished& e) -> Json {
+            return {{"type", "tool_call_finished"}, {"call_id", e.call_id}, {"name", e.name},
+                    {"outcome", e.outcome}, {"text", e.text}};
+          },
+          [](const ToolSpan& e) -> Json {
+            return {{"type", "tool_span"}, {"call_id", e.call_id}, {"name", e.tool}, {"outcome", e.outcome},
+                    {"duration_ms", millis(e.duration)}, {"span_id", e.span_id}};
+          },
+          [](const RunSuspended& e) -> Json {
+            Json pending = Json::array();
+            for (const auto& call : e.pending) pending.push_back(call_json(call));
+            return {{"type", "run_suspended"}, {"pending", std::move(pending)}};
+          },
+          [](const RunFinished& e) -> Json {
+            return {{"type", "run_finished"}, {"stop_reason", e.stop_reason}, {"output", e.output}};
+          },
+          [](const Progress& e) -> Json { return {{"type", "progress"}, {"message", e.message}}; },
+          [](const McpProgress& e) -> Json {
+            Json out = {{"type", "mcp_progress"}, {"server", e.server}, {"tool", e.tool},
+                        {"progress", e.progress}, {"message", e.message}};
+            if (e.total) out["total"] = *e.total;
+            return out;
+          },
+      },
+      event);
+  if (nested) j["nested"] = true;
+  return j;
+}
+
+Json result_json(const RunResult& result, const std::string& resume_command) {
+  Json pending = Json::array();
+  if (result.suspended) {
+    for (const auto& call : result.suspended->pending) pending.push_back(call_json(call));
+  }
+  Json j = {{"type", "result"},
+            {"run_id", result.state.run_id},
+            {"stop_reason", std::string(to_string(result.stop_reason))},
+            {"exit_code", static_cast<int>(exit_code(result.stop_reason))},
+            {"output", result.output},
+            {"error", result.error},
+            {"iterations", result.iterations},
+            {"usage", to_json(result.usage)},
+            {"pending", std::move(pending)}};
+  if (result.stop_reason == StopReason::suspended) j["resume"] = resume_command + " --approve all";
+  return j;
+}
+
+Terminal::Terminal(Options options, std::FILE* out, std::FILE* err) : options_(options), out_(out), err_(err) {}
+
+void Terminal::show(const Event& event, bool nested) {
+  if (options_.json) {
+    show_json(event, nested);
+  } else {
+    show_text(event, nested);
+  }
+}
+
+void Terminal::show_json(const Event& event, bool nested) {
+  std::fputs((dump_line(event_json(event, nested)) + "\n").c_str(), out_);
+  std::fflush(out_);
+}
+
+void Terminal::show_text(const Event& event, bool nested) {
+  const std::string indent = nested ? "  " : "";
+  const bool styled = options_.styled;
+  std::visit(
+      Overloaded{
+          [&](const ModelCallStarted&) {
+            if (!nested) streamed_answer_ = false;
+          },
+          [&](const TextDelta& e) {
+            if (nested) return;  // a sub-agent's text reaches the parent as its tool result
+            close_status();
+            std::fputs(e.text.c_str(), out_);
+            std::fflush(out_);
+            text_open_ = !e.text.empty() && e.text.back() != '\n';
+            streamed_answer_ = true;
+          },
+          [&](const ModelCallFinished&) {
+            if (!nested) end_text_line();
+          },
+          [&](const ToolCallStarted& e) {
+            const std::string key = call_key(e.call.id, nested);
+            started_[key] = std::chrono::steady_clock::now();
+            const std::string what =
+                e.status.empty() || e.status == e.call.name ? e.call.name + "(" + arguments_preview(e.call) + ")" : e.status;
+            status(indent + paint(styled, kDim) + "⋯ " + paint(styled, kReset) + what, {}, key);
+          },
+          [&](const ToolSpan& e) { spans_[call_key(e.call_id, nested)] = e.duration; },
+          [&](const ToolCallFinished& e) {
+            const std::string key = call_key(e.call_id, nested);
+            std::string line;
+            if (e.outcome == "ok") {
+              auto span = spans_.find(key);
+              auto start = started_.find(key);
+              const auto took = span != spans_.end() ? span->second
+                                : start != started_.end()
+                                    ? std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::steady_clock::now() - start->second)
+                                    : std::chrono::microseconds(0);
+              line = std::string(paint(styled, kGreen)) + "✓" + paint(styled, kReset) + " " + e.name + " " +
+                     std::to_string(millis(took)) + " ms";
+            } else if (e.outcome == "awaiting_approval") {
+              line = std::string(paint(styled, kYellow)) + "⏸" + paint(styled, kReset) + " " + e.name +
+                     " needs approval";
+            } else if (e.outcome == "denied") {
+              line = std::string(paint(styled, kYellow)) + "⊘" + paint(styled, kReset) + " " + e.name +
+                     " denied: " + first_line(e.text, kErrorChars);
+            } else {
+              line = std::string(paint(styled, kRed)) + "✗" + paint(styled, kReset) + " " + e.name + ": " +
+                     first_line(e.text, kErrorChars);
+            }
+            status(indent + line, key, {});
+            started_.erase(key);
+            spans_.erase(key);
+          },
+          [&](const Progress& e) { status(indent + "  · " + e.message, {}, {}); },
+          [&](const McpProgress& e) {
+            std::string line = indent + "  · " + e.server + "/" + e.tool + " " + preview(Json(e.progress));
+            if (e.total) line += "/" + preview(Json(*e.total));
+            if (!e.message.empty()) line += " " + e.message;
+            status(line, {}, {});
+          },
+          [](const RunSuspended&) {},
+          [](const RunFinished&) {},
+      },
+      event);
+}
+
+void Terminal::status(const std::string& line, const std::string& replaces, const std::string& opens) {
+  // On a terminal, a call's finished line replaces its started line when
+  // nothing was printed in between: the started line is left open (no
+  // newline) until then.
+  if (options_.styled && !replaces.empty() && replaces == open_status_) {
+    std::fputs("\r\033[2K", err_);
+    open_status_.clear();
+  } else {
+    close_status();
+    end_text_line();
+  }
+  std::fputs(line.c_str(), err_);
+  if (options_.styled && !opens.empty()) {
+    open_status_ = opens;
+  } else {
+    std::fputs("\n", err_);
+  }
+  std::fflush(err_);
+}
+
+void Terminal::close_status() {
+  if (open_status_.empty()) return;
+  std::fputs("\n", err_);
+  std::fflush(err_);
+  open_status_.clear();
+}
+
+void Terminal::end_text_line() {
+  if (text_open_) {
+    std::fputs("\n", out_);
+    std::fflush(out_);
+    text_open_ = false;
+  }
+}
+
+void Terminal::note(const std::string& text) {
+  close_status();
+  end_text_line();
+  std::fputs((text + "\n").c_str(), err_);
+  std::fflush(err_);
+}
+
+void Terminal::outcome(const RunResult& result, const std::string& resume_command) {
+  if (options_.json) {
+    std::fputs((dump_line(result_json(result, resume_command)) + "\n").c_str(), out_);
+    std::fflush(out_);
+    return;
+  }
+  close_status();
+  end_text_line();
+  switch (result.stop_reason) {
+    case StopReason::answered:
+      if (!streamed_answer_) std::fputs((result.output + "\n").c_str(), out_);
+      break;
+    case StopReason::suspended: {
+      std::string text = "Run " + result.state.run_id + " is waiting for approval:\n";
+      if (result.suspended) {
+        for (const auto& call : result.suspended->pending) {
+          text += "  " + call.id + "  " + call.name + "(" + arguments_preview(call) + ")\n";
+        }
+      }
+      text += "Approve with: " + resume_command + " --approve all\n";
+      text += "  (or --approve ID, --reject ID[:reason]; without them on a terminal, it asks)\n";
+      std::fputs(text.c_str(), out_);
+      break;
+    }
+    default:
+      note("stopped (" + std::string(to_string(result.stop_reason)) + ")" +
+           (result.error.empty() ? "" : ": " + result.error));
+      break;
+  }
+  std::fflush(out_);
+}
+
+namespace {
+
+// Asks until the answer is a JSON object; nullopt when input ends.
+template <class Ask>
+std::optional<Json> ask_arguments(const Ask& ask, std::FILE* prompt) {
+  while (true) {
+    const auto text = ask("  arguments (a JSON object): ");
+    if (!text) return std::nullopt;
+    try {
+      Json arguments = Json::parse(*text);
+      if (arguments.is_object()) return arguments;
+      std::fputs("  not a JSON object\n", prompt);
+    } catch (const Json::exception& e) {
+      std::fputs(("  not JSON: " + first_line(e.what(), kErrorChars) + "\n").c_str(), prompt);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<Decisions> ask_decisions(const std::vector<ToolCall>& pending, std::istream& in, std::FILE* prompt) {
+  auto ask = [&](const std::string& question) -> std::optional<std::string> {
+    std::fputs(question.c_str(), prompt);
+    std::fflush(prompt);
+    std::string line;
+    if (!std::getline(in, line)) return std::nullopt;
+    return line;
+  };
+  Decisions decisions;
+  for (const ToolCall& call : pending) {
+    std::fputs(("? " + call.name + " " + dump_line(call_json(call)["arguments"]) + "\n").c_str(), prompt);
+    while (!decisions.contains(call.id)) {
+      const auto choice = ask("  [a]pprove, [r]eject, [e]dit? ");
+      if (!choice) return std::nullopt;
+      if (*choice == "a" || *choice == "approve" || *choice == "y" || *choice == "yes") {
+        decisions[call.id] = Decision::approve();
+      } else if (*choice == "r" || *choice == "reject" || *choice == "n" || *choice == "no") {
+        const auto reason = ask("  reason (optional): ");
+        if (!reason) return std::nullopt;
+        decisions[call.id] = Decision::reject(*reason);
+      } else if (*choice == "e" || *choice == "edit") {
+        auto arguments = ask_arguments(ask, prompt);
+        if (!arguments) return std::nullopt;
+        decisions[call.id] = Decision::edit(std::move(*arguments));
+      } else {
+        std::fputs("  answer a, r or e\n", prompt);
+      }
+    }
+  }
+  return decisions;
+}
+
+}  // namespace agentkit::cli

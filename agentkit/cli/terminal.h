@@ -1,0 +1,97 @@
+#pragma once
+// What the `agentkit` CLI shows: a run's events and outcome, for a person
+// (streamed text, one status line per tool call) or for a program (one JSON
+// object per line), and the approval prompt.
+#include <chrono>
+#include <cstdio>
+#include <istream>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <agentkit/agent.h>
+#include <agentkit/events.h>
+
+namespace agentkit::cli {
+
+// The CLI's exit codes; a run's stop reason maps onto them (exit_code()).
+enum class Exit : int {
+  answered = 0,
+  failed = 1,
+  usage = 2,  // bad arguments, an invalid definition, or a run that could not start
+  suspended = 3,
+  max_iterations = 4,
+  budget_exhausted = 5,
+  cancelled = 6,
+};
+Exit exit_code(StopReason reason) noexcept;
+
+// An event as one JSON object: {"type": "tool_call_started", ...fields}.
+// `nested` marks events of a sub-agent's run.
+Json event_json(const Event& event, bool nested = false);
+
+// A run's outcome as the final JSON line: {"type": "result", "run_id",
+// "stop_reason", "exit_code", "output", "error", "iterations", "usage",
+// "pending": [{"id", "name", "arguments"}], "resume"}.
+Json result_json(const RunResult& result, const std::string& resume_command);
+
+// Renders one run for the terminal or for a program.
+//
+// Human mode: assistant text goes to `out` (stdout) as it streams; status
+// lines go to `err` (stderr): "⋯ lookup(order_id: 'A-1')" when a call starts,
+// then "✓ lookup 12 ms", "✗ lookup: <error>", "⊘ refund denied: <why>" or
+// "⏸ refund needs approval". With `styled` (stderr is a terminal) the
+// finished line replaces the started one and symbols are coloured; otherwise
+// every line is plain and kept.
+//
+// JSON mode: every event is one line on `out`; nothing else is written there.
+//
+// Example:
+//   Terminal ui({.json = false, .styled = isatty(2) != 0});
+//   for (const Event& e : handle.drain_events()) ui.show(e);
+//   ui.outcome(handle.result(), "agentkit resume " + id);
+class Terminal {
+ public:
+  struct Options {
+    bool json = false;
+    bool styled = false;
+  };
+
+  explicit Terminal(Options options, std::FILE* out = stdout, std::FILE* err = stderr);
+
+  void show(const Event& event, bool nested = false);
+  // The outcome: the answer (unless it already streamed), the suspension
+  // with the command that resumes it, or why the run stopped. JSON mode: the
+  // result line. `resume_command` is e.g. "agentkit resume run-1f2e".
+  void outcome(const RunResult& result, const std::string& resume_command);
+  // A line on stderr (both modes), e.g. "resumed run-1f2e".
+  void note(const std::string& text);
+
+ private:
+  void show_json(const Event& event, bool nested);
+  void show_text(const Event& event, bool nested);
+  // Writes a status line to `err`; `replaces` / `opens` name the call whose
+  // started line it replaces / it is.
+  void status(const std::string& line, const std::string& replaces, const std::string& opens);
+  void close_status();
+  void end_text_line();
+
+  Options options_;
+  std::FILE* out_;
+  std::FILE* err_;
+  bool text_open_ = false;      // the last text on `out` has no newline yet
+  bool streamed_answer_ = false;  // the last model call's text was shown as it streamed
+  std::string open_status_;     // the call whose "started" line is the last line on `err`
+  std::map<std::string, std::chrono::steady_clock::time_point> started_;  // by call key
+  std::map<std::string, std::chrono::microseconds> spans_;                // by call key
+};
+
+// Asks for a decision on each pending call, on `prompt` (stderr), reading
+// answers from `in`: [a]pprove, [r]eject (with an optional reason) or [e]dit
+// (new arguments as a JSON object, asked again until valid). nullopt when
+// `in` ends or fails (EOF, an interrupt) before every call has a decision.
+std::optional<Decisions> ask_decisions(const std::vector<ToolCall>& pending, std::istream& in, std::FILE* prompt);
+
+}  // namespace agentkit::cli

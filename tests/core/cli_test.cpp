@@ -1,0 +1,687 @@
+// The `agentkit` CLI, run as a separate process against YAML definitions the
+// tests write. The model is a loopback WireServer speaking OpenAI Chat
+// Completions; REST tools call a second loopback server.
+#include <catch2/catch.hpp>
+
+#ifdef AGENTKIT_CLI
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <agentkit/json.h>
+#include <agentkit/testing/wire_server.h>
+
+extern char** environ;
+
+using agentkit::Json;
+using agentkit::testing::WireServer;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kProcessDeadline = std::chrono::seconds(90);
+const std::string kApiKey = "sk-cli-secret-4242";  // what AGENTKIT_TEST_KEY holds
+
+// A scratch directory, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("agentkit_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return path / name;
+  }
+  std::string store() const { return (path / "state.db").string(); }
+};
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// A minimal environment: no proxies, HOME in the scratch directory, the test
+// key, the sanitizer settings of this process, and `extra`.
+std::vector<std::string> child_environment(const TempDir& dir, const std::vector<std::string>& extra) {
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + dir.path.string(),
+                                  "AGENTKIT_TEST_KEY=" + kApiKey, "AGENTKIT_LOG=off"};
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  for (const auto& setting : extra) {  // replaces a default of the same name
+    const std::string name = setting.substr(0, setting.find('=') + 1);
+    std::erase_if(env, [&](const std::string& s) { return s.rfind(name, 0) == 0; });
+    env.push_back(setting);
+  }
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Waits for `pid` up to the deadline (then kills it); its exit code, or -1.
+int wait_for(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + kProcessDeadline;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("agentkit did not finish within the deadline");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Starts `agentkit args...` with stdin from /dev/null and stdout/stderr to
+// files in `dir`.
+pid_t spawn_cli(const TempDir& dir, std::vector<std::string> args, const std::vector<std::string>& env_extra,
+                const std::string& tag) {
+  args.insert(args.begin(), AGENTKIT_CLI);
+  auto env = child_environment(dir, env_extra);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  const std::string out = (dir.path / (tag + ".out")).string(), err = (dir.path / (tag + ".err")).string();
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, AGENTKIT_CLI, &actions, nullptr, c_strings(args).data(), c_strings(env).data());
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+Outcome run_cli(const TempDir& dir, const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  static std::atomic<int> counter{0};
+  const std::string tag = "cli" + std::to_string(counter++);
+  Outcome outcome;
+  outcome.exit_code = wait_for(spawn_cli(dir, args, env, tag));
+  outcome.out = read_file(dir.path / (tag + ".out"));
+  outcome.err = read_file(dir.path / (tag + ".err"));
+  INFO("stdout: " << outcome.out << "\nstderr: " << outcome.err);
+  return outcome;
+}
+
+// Runs `agentkit args...` on a pseudo-terminal (stdin, stdout and stderr
+// all on it), answering each prompt of `dialogue` in turn when its text
+// appears. `out` is the whole transcript; `err` stays empty.
+Outcome run_on_terminal(const TempDir& dir, std::vector<std::string> args,
+                        const std::vector<std::pair<std::string, std::string>>& dialogue) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const std::string terminal = ::ptsname(master);
+  args.insert(args.begin(), AGENTKIT_CLI);
+  auto env = child_environment(dir, {"TERM=xterm"});
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addclose(&actions, master);
+  posix_spawn_file_actions_addopen(&actions, 0, terminal.c_str(), O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&actions, 0, 1);
+  posix_spawn_file_actions_adddup2(&actions, 0, 2);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, AGENTKIT_CLI, &actions, nullptr, c_strings(args).data(), c_strings(env).data());
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+
+  Outcome outcome;
+  std::size_t next = 0, seen = 0;  // the next prompt to answer; where to look for it
+  const auto deadline = std::chrono::steady_clock::now() + kProcessDeadline;
+  int status = 0;
+  bool exited = false;
+  while (true) {
+    pollfd fd{master, POLLIN, 0};
+    if (::poll(&fd, 1, 20) > 0) {
+      char buffer[4096];
+      const ssize_t n = ::read(master, buffer, sizeof buffer);
+      if (n > 0) outcome.out.append(buffer, static_cast<std::size_t>(n));
+      if (n <= 0 && exited) break;  // EIO once the child's side is closed
+    } else if (exited) {
+      break;
+    }
+    if (next < dialogue.size()) {
+      if (const auto at = outcome.out.find(dialogue[next].first, seen); at != std::string::npos) {
+        const std::string line = dialogue[next].second + "\n";
+        REQUIRE(::write(master, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
+        seen = at + dialogue[next].first.size();
+        ++next;
+      }
+    }
+    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ::close(master);
+      FAIL("agentkit did not finish within the deadline; transcript:\n" << outcome.out);
+    }
+  }
+  ::close(master);
+  CHECK(next == dialogue.size());
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
+}
+
+// ------------------------------------------------------------ the model
+
+WireServer::Response sse(const std::vector<Json>& deltas, const std::string& finish_reason) {
+  WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  for (std::size_t i = 0; i < deltas.size(); ++i) {
+    Json choice = {{"index", 0}, {"delta", deltas[i]}};
+    if (i + 1 == deltas.size()) choice["finish_reason"] = finish_reason;
+    r.chunks.push_back("data: " + Json{{"choices", {choice}}}.dump() + "\n\n");
+  }
+  r.chunks.push_back(R"(data: {"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":9}})" "\n\n");
+  r.chunks.push_back("data: [DONE]\n\n");
+  return r;
+}
+
+// An answer streamed in `pieces`.
+WireServer::Response answer(const std::vector<std::string>& pieces) {
+  std::vector<Json> deltas;
+  for (const auto& piece : pieces) deltas.push_back({{"content", piece}});
+  return sse(deltas, "stop");
+}
+
+// One turn calling tools: (id, name, arguments).
+WireServer::Response calls(const std::vector<std::tuple<std::string, std::string, Json>>& tool_calls) {
+  Json list = Json::array();
+  int index = 0;
+  for (const auto& [id, name, arguments] : tool_calls) {
+    list.push_back({{"index", index++}, {"id", id}, {"type", "function"},
+                    {"function", {{"name", name}, {"arguments", arguments.dump()}}}});
+  }
+  return sse({{{"tool_calls", list}}}, "tool_calls");
+}
+
+WireServer::Response json_response(const Json& body, int status = 200) {
+  WireServer::Response r;
+  r.status = status;
+  r.headers = {{"content-type", "application/json"}};
+  r.body = body.dump();
+  return r;
+}
+
+// The definition's head: the agent talks to `model` with the key from
+// AGENTKIT_TEST_KEY. `rest` is appended as is (tools, limits, ...).
+std::string agent_yaml(const WireServer& model, const std::string& rest = {}) {
+  return "name: atlas\n"
+         "model: openai/gpt-test\n"
+         "base_url: " + model.base_url() + "/v1\n"
+         "api_key_env: AGENTKIT_TEST_KEY\n"
+         "prompt: You answer questions about cities.\n" + rest;
+}
+
+// A REST tool that refunds an order on `server`, behind approval.
+std::string refund_tool(const WireServer& server) {
+  return "  - rest:\n"
+         "      name: refund\n"
+         "      description: Refund a damaged customer order in full and return the refund record.\n"
+         "      method: POST\n"
+         "      url: " + server.base_url() + "/orders/{order_id}/refund\n"
+         "      side_effecting: true\n"
+         "      requires_approval: true\n"
+         "      params:\n"
+         "        - {name: order_id, description: The order to refund}\n";
+}
+
+std::vector<Json> json_lines(const std::string& text) {
+  std::vector<Json> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));  // throws if a line is not JSON
+  return lines;
+}
+
+std::string run_id_in(const std::string& text) {
+  std::smatch m;
+  REQUIRE(std::regex_search(text, m, std::regex("Run (run-[^ ]+) is waiting for approval")));
+  return m[1];
+}
+
+}  // namespace
+
+TEST_CASE("agentkit run answers, streaming the model's text to stdout", "[cli]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(answer({"Lisbon has about ", "545,000 residents."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+
+  const Outcome r = run_cli(dir, {"run", file.string(), "How big is Lisbon?", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "Lisbon has about 545,000 residents.\n");
+  const auto requests = model.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].header("authorization") == "Bearer " + kApiKey);
+  const Json body = Json::parse(requests[0].body);
+  CHECK(body["model"] == "gpt-test");
+  CHECK(body["messages"][0]["content"] == "You answer questions about cities.");
+  CHECK(body["messages"][1]["content"] == "How big is Lisbon?");
+  CHECK(r.out.find(kApiKey) == std::string::npos);
+  CHECK(r.err.find(kApiKey) == std::string::npos);
+}
+
+TEST_CASE("text from an Anthropic stream arrives as text_delta events", "[cli]") {
+  TempDir dir;
+  WireServer model;
+  WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  auto event = [](const std::string& type, const Json& data) { return "event: " + type + "\ndata: " + data.dump() + "\n\n"; };
+  r.chunks = {event("message_start", {{"type", "message_start"}, {"message", {{"usage", {{"input_tokens", 9}}}}}}),
+              event("content_block_start", {{"type", "content_block_start"}, {"index", 0},
+                                            {"content_block", {{"type", "text"}, {"text", ""}}}}),
+              event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                            {"delta", {{"type", "text_delta"}, {"text", "Bom "}}}}),
+              event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                            {"delta", {{"type", "text_delta"}, {"text", "dia."}}}}),
+              event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}),
+              event("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}},
+                                      {"usage", {{"output_tokens", 3}}}}),
+              event("message_stop", {{"type", "message_stop"}})};
+  model.enqueue(r);
+  const auto file = dir.write("a.yaml", "name: atlas\nmodel: anthropic/claude-test\nbase_url: " + model.base_url() +
+                                            "\napi_key_env: AGENTKIT_TEST_KEY\nprompt: Greet.\n");
+  const Outcome out = run_cli(dir, {"run", file.string(), "Greet me", "--json", "--store", dir.store()});
+  CHECK(out.exit_code == 0);
+  std::vector<std::string> deltas;
+  for (const Json& line : json_lines(out.out)) {
+    if (line["type"] == "text_delta") deltas.push_back(line["text"]);
+  }
+  CHECK(deltas == std::vector<std::string>{"Bom ", "dia."});
+  CHECK(model.requests().at(0).header("x-api-key") == kApiKey);
+}
+
+TEST_CASE("agentkit run keeps runs in $AGENTKIT_HOME/state.db by default", "[cli]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(answer({"Done."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+  const Outcome r = run_cli(dir, {"run", file.string(), "Hi"}, {"AGENTKIT_HOME=" + (dir.path / "home").string()});
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir.path / "home" / "state.db"));
+}
+
+TEST_CASE("agentkit run --json prints one event per line, ending with the result", "[cli][memory]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(calls({{"c1", "memory", {{"command", "create"}, {"path", "/memories/lisbon.md"},
+                                          {"file_text", "Population: 545,000\n"}}}}));
+  model.enqueue(answer({"Noted: ", "545,000."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - memory: {dir: ./notes}\n"));
+
+  const Outcome r = run_cli(dir, {"run", file.string(), "Remember Lisbon's size", "--json", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  const std::vector<Json> lines = json_lines(r.out);
+  REQUIRE(lines.size() >= 6);
+  std::string streamed;
+  std::vector<std::string> types;
+  for (const Json& line : lines) {
+    types.push_back(line.at("type"));
+    if (line["type"] == "text_delta") streamed += line["text"].get<std::string>();
+  }
+  CHECK(types.front() == "model_call_started");
+  CHECK(std::count(types.begin(), types.end(), "result") == 1);
+  CHECK(streamed == "Noted: 545,000.");
+  const Json& result = lines.back();
+  CHECK(result["type"] == "result");
+  CHECK(result["stop_reason"] == "answered");
+  CHECK(result["exit_code"] == 0);
+  CHECK(result["output"] == "Noted: 545,000.");
+  CHECK(result["iterations"] == 2);
+  CHECK(result["run_id"].get<std::string>().rfind("run-", 0) == 0);
+  const auto started = std::find(types.begin(), types.end(), "tool_call_started") - types.begin();
+  REQUIRE(started < static_cast<long>(lines.size()));
+  CHECK(lines[started]["name"] == "memory");
+  CHECK(lines[started]["arguments"]["path"] == "/memories/lisbon.md");
+  const auto finished = std::find(types.begin(), types.end(), "tool_call_finished") - types.begin();
+  REQUIRE(finished < static_cast<long>(lines.size()));
+  CHECK(lines[finished]["outcome"] == "ok");
+  // The memory tool wrote into the directory the definition names, relative to it.
+  CHECK(read_file(dir.path / "notes" / "lisbon.md") == "Population: 545,000\n");
+  CHECK(r.out.find(kApiKey) == std::string::npos);
+}
+
+TEST_CASE("a run that needs approval suspends off a terminal; resume --approve all continues it in another process",
+          "[cli][approval]") {
+  TempDir dir;
+  WireServer model, shop;
+  model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
+  model.enqueue(answer({"Refunded order A-1."}));
+  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-9"}, {"status", "done"}}); });
+  const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
+
+  const Outcome first = run_cli(dir, {"run", file.string(), "Refund order A-1", "--store", dir.store()});
+  CHECK(first.exit_code == 3);
+  const std::string run_id = run_id_in(first.out);
+  CHECK(first.out.find("agentkit resume " + run_id + " --store " + dir.store() + " --approve all") != std::string::npos);
+  CHECK(first.out.find("refund(order_id: 'A-1')") != std::string::npos);
+  CHECK(first.err.find("refund needs approval") != std::string::npos);
+  CHECK(shop.requests().empty());  // nothing ran before the decision
+
+  SECTION("approved in a second invocation, the call runs once") {
+    const Outcome second = run_cli(dir, {"resume", run_id, "--approve", "all", "--store", dir.store()});
+    CHECK(second.exit_code == 0);
+    CHECK(second.out == "Refunded order A-1.\n");
+    CHECK(second.err.find("✓ refund") != std::string::npos);
+    REQUIRE(shop.requests().size() == 1);
+    CHECK(shop.requests()[0].method == "POST");
+    CHECK(shop.requests()[0].path == "/orders/A-1/refund");
+    const Json last = Json::parse(model.requests().at(1).body)["messages"].back();
+    CHECK(last["role"] == "tool");
+    CHECK(last["content"].get<std::string>().find("R-9") != std::string::npos);
+
+    const Outcome again = run_cli(dir, {"resume", run_id, "--approve", "all", "--store", dir.store()});
+    CHECK(again.exit_code == 2);
+    CHECK(again.err.find("already ended (answered)") != std::string::npos);
+    CHECK(shop.requests().size() == 1);
+  }
+  SECTION("rejected with a reason, the call never runs and the model is told why") {
+    const Outcome second = run_cli(dir, {"resume", run_id, "--reject", "c1:not damaged", "--store", dir.store()});
+    CHECK(second.exit_code == 0);
+    CHECK(shop.requests().empty());
+    const Json last = Json::parse(model.requests().at(1).body)["messages"].back();
+    CHECK(last["content"].get<std::string>().find("Reason: not damaged") != std::string::npos);
+  }
+  SECTION("without a decision and without a terminal, resume refuses and the run stays suspended") {
+    const Outcome second = run_cli(dir, {"resume", run_id, "--store", dir.store()});
+    CHECK(second.exit_code == 2);
+    CHECK(second.err.find("awaits a decision on:") != std::string::npos);
+    CHECK(second.err.find("c1  refund") != std::string::npos);
+    CHECK(run_cli(dir, {"resume", run_id, "--approve", "c9", "--store", dir.store()}).exit_code == 2);
+    CHECK(run_cli(dir, {"resume", run_id, "--approve", "c1", "--store", dir.store()}).exit_code == 0);
+    CHECK(shop.requests().size() == 1);
+  }
+}
+
+TEST_CASE("on a terminal, approval is asked for and the run continues in-process", "[cli][approval][tty]") {
+  TempDir dir;
+  WireServer model, shop;
+  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-5"}}); });
+  const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
+  model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
+  model.enqueue(answer({"Refunded."}));
+
+  SECTION("edit: the arguments are asked for until they are a JSON object, and the edited call runs") {
+    const Outcome r = run_on_terminal(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()},
+                                      {{"[e]dit? ", "e"},
+                                       {"arguments (a JSON object): ", "{bad"},
+                                       {"arguments (a JSON object): ", "[1]"},
+                                       {"arguments (a JSON object): ", R"({"order_id": "B-2"})"}});
+    INFO(r.out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("? refund {\"order_id\":\"A-1\"}") != std::string::npos);
+    CHECK(r.out.find("not JSON: ") != std::string::npos);
+    CHECK(r.out.find("not a JSON object") != std::string::npos);
+    CHECK(r.out.find("Refunded.") != std::string::npos);
+    CHECK(r.out.find("\033[32m") != std::string::npos);  // styled status lines on a terminal
+    REQUIRE(shop.requests().size() == 1);
+    CHECK(shop.requests()[0].path == "/orders/B-2/refund");
+  }
+  SECTION("resume without flags asks, then approves") {
+    const Outcome first = run_cli(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()});
+    REQUIRE(first.exit_code == 3);
+    const Outcome r = run_on_terminal(dir, {"resume", run_id_in(first.out), "--store", dir.store()}, {{"[e]dit? ", "a"}});
+    INFO(r.out);
+    CHECK(r.exit_code == 0);
+    REQUIRE(shop.requests().size() == 1);
+    CHECK(shop.requests()[0].path == "/orders/A-1/refund");
+  }
+  SECTION("input ends before a decision: the run stays suspended") {
+    const Outcome r = run_on_terminal(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()},
+                                      {{"[e]dit? ", "\x04"}});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out.find("is waiting for approval") != std::string::npos);
+    CHECK(shop.requests().empty());
+  }
+}
+
+TEST_CASE("--yes approves in-process; --json reports a suspension in the result line", "[cli][approval]") {
+  TempDir dir;
+  WireServer model, shop;
+  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-1"}}); });
+  const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
+
+  SECTION("--yes") {
+    model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
+    model.enqueue(answer({"Done."}));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Refund A-1", "--yes", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    CHECK(shop.requests().size() == 1);
+  }
+  SECTION("--json") {
+    model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Refund A-1", "--json", "--store", dir.store()});
+    CHECK(r.exit_code == 3);
+    const auto lines = json_lines(r.out);
+    REQUIRE(!lines.empty());
+    const Json& result = lines.back();
+    CHECK(result["stop_reason"] == "suspended");
+    CHECK(result["exit_code"] == 3);
+    REQUIRE(result["pending"].size() == 1);
+    CHECK(result["pending"][0]["id"] == "c1");
+    CHECK(result["pending"][0]["arguments"]["order_id"] == "A-1");
+    CHECK(result["resume"].get<std::string>().find(result["run_id"].get<std::string>()) != std::string::npos);
+    CHECK(std::any_of(lines.begin(), lines.end(), [](const Json& l) { return l["type"] == "run_suspended"; }));
+    CHECK(shop.requests().empty());
+  }
+}
+
+TEST_CASE("a REST tool declared in YAML sends path, query and env-resolved header; egress is enforced", "[cli][rest]") {
+  TempDir dir;
+  WireServer model, weather;
+  weather.set_handler([](const WireServer::Request&) { return json_response({{"temp_c", 21}}); });
+  const std::string tool = "tools:\n"
+                           "  - rest:\n"
+                           "      name: weather\n"
+                           "      description: Current weather for a named city, in degrees Celsius.\n"
+                           "      url: " + weather.base_url() + "/weather/{city}\n"
+                           "      side_effecting: false\n"
+                           "      params:\n"
+                           "        - {name: city, description: The city}\n"
+                           "        - {name: units, description: Unit system, enum: [metric, imperial], default: metric}\n"
+                           "      headers: {X-Api-Key: \"${WEATHER_KEY}\"}\n";
+  model.enqueue(calls({{"w1", "weather", {{"city", "Lisbon"}}}}));
+  model.enqueue(answer({"It is 21 °C in Lisbon."}));
+
+  SECTION("allowed") {
+    const auto file = dir.write("w.yaml", agent_yaml(model, tool + "egress: [\"" + weather.base_url() + "\"]\n"));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Weather in Lisbon?", "--store", dir.store()},
+                              {"WEATHER_KEY=wk-7781-secret"});
+    CHECK(r.exit_code == 0);
+    REQUIRE(weather.requests().size() == 1);
+    CHECK(weather.requests()[0].method == "GET");
+    CHECK(weather.requests()[0].path == "/weather/Lisbon?units=metric");
+    CHECK(weather.requests()[0].header("x-api-key") == "wk-7781-secret");
+    const Json last = Json::parse(model.requests().at(1).body)["messages"].back();
+    CHECK(last["content"].get<std::string>().find("21") != std::string::npos);
+    CHECK(r.err.find("weather(city: 'Lisbon')") != std::string::npos);
+    CHECK(r.err.find("wk-7781-secret") == std::string::npos);
+  }
+  SECTION("not on the egress allowlist: denied, never contacted") {
+    const auto file = dir.write("w.yaml", agent_yaml(model, tool + "egress: [\"https://api.example.com\"]\n"));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Weather in Lisbon?", "--store", dir.store()},
+                              {"WEATHER_KEY=wk-7781-secret"});
+    CHECK(r.exit_code == 0);
+    CHECK(weather.requests().empty());
+    CHECK(r.err.find("⊘ weather denied") != std::string::npos);
+  }
+}
+
+TEST_CASE("a sub-agent from another file is a tool; its events are marked nested", "[cli][subagent]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(calls({{"s1", "research", {{"task", "Find Lisbon's population"}}}}));
+  model.enqueue(answer({"About 545,000."}));  // the sub-agent's answer
+  model.enqueue(answer({"Lisbon has about 545,000 residents."}));
+  dir.write("researcher.yaml", "name: researcher\n"
+                               "description: Researches facts about cities and reports them briefly.\n"
+                               "model: openai/gpt-mini\n"
+                               "base_url: " + model.base_url() + "/v1\n"
+                               "prompt: You research.\n");
+  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - agent: {file: researcher.yaml, name: research}\n"));
+
+  const Outcome r = run_cli(dir, {"run", file.string(), "How big is Lisbon?", "--json", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  const auto lines = json_lines(r.out);
+  CHECK(lines.back()["output"] == "Lisbon has about 545,000 residents.");
+  CHECK(std::any_of(lines.begin(), lines.end(),
+                    [](const Json& l) { return l.value("nested", false) && l["type"] == "model_call_started"; }));
+  const auto requests = model.requests();
+  REQUIRE(requests.size() == 3);
+  CHECK(Json::parse(requests[1].body)["model"] == "gpt-mini");
+  CHECK(Json::parse(requests[1].body)["messages"][1]["content"] == "Find Lisbon's population");
+}
+
+TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
+  TempDir dir;
+  WireServer model;
+  const std::string memory = "tools:\n  - memory:\n";
+  const Json view = {{"command", "view"}, {"path", "/memories"}};
+
+  SECTION("max_iterations: 4") {
+    model.enqueue(calls({{"v1", "memory", view}}));
+    const auto file = dir.write("a.yaml", agent_yaml(model, memory + "limits: {max_iterations: 1}\n"));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Look around", "--store", dir.store()});
+    CHECK(r.exit_code == 4);
+    CHECK(r.err.find("stopped (max_iterations)") != std::string::npos);
+    CHECK(model.requests().size() == 1);
+  }
+  SECTION("budget_exhausted: 5") {
+    model.enqueue(calls({{"v1", "memory", view}, {"v2", "memory", {{"command", "view"}, {"path", "/memories/x"}}}}));
+    const auto file = dir.write("a.yaml", agent_yaml(model, memory + "budget: {tool_calls: 1}\n"));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Look around", "--store", dir.store()});
+    CHECK(r.exit_code == 5);
+    CHECK(r.err.find("tool_calls") != std::string::npos);
+  }
+  SECTION("failed: 1") {
+    model.enqueue(json_response({{"error", {{"message", "model not found"}, {"type", "invalid_request_error"}}}}, 404));
+    const auto file = dir.write("a.yaml", agent_yaml(model));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("stopped (failed)") != std::string::npos);
+  }
+  SECTION("cancelled by SIGINT: 6") {
+    WireServer::Response stall;
+    stall.fault = WireServer::Fault::stall;
+    model.enqueue(stall);
+    const auto file = dir.write("a.yaml", agent_yaml(model));
+    const pid_t pid = spawn_cli(dir, {"run", file.string(), "Hi", "--json", "--store", dir.store()}, {}, "sigint");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (model.requests().empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(model.requests().size() == 1);
+    ::kill(pid, SIGINT);
+    CHECK(wait_for(pid) == 6);
+    const auto lines = json_lines(read_file(dir.path / "sigint.out"));
+    REQUIRE(!lines.empty());
+    CHECK(lines.back()["stop_reason"] == "cancelled");
+  }
+  SECTION("a missing key variable: 2, naming the variable") {
+    const auto file = dir.write("a.yaml", agent_yaml(model));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()}, {"AGENTKIT_TEST_KEY="});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("a.yaml:4: environment variable 'AGENTKIT_TEST_KEY' (api_key_env) is not set") !=
+          std::string::npos);
+    CHECK(model.requests().empty());
+  }
+}
+
+TEST_CASE("invalid definitions are rejected with file, line and what is accepted", "[cli][config]") {
+  TempDir dir;
+  WireServer model;
+
+  SECTION("an unknown top-level field") {
+    const auto file = dir.write("bad.yaml", agent_yaml(model, "promt: typo\n"));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(file.string() + ":6: unknown field 'promt' in agent; accepted fields: api_key_env, autonomy, "
+                                     "base_url, budget, description, egress, limits, model, name, prompt, prompt_file, "
+                                     "session, tools") != std::string::npos);
+    CHECK(model.requests().empty());
+  }
+  SECTION("an unknown field inside a tool") {
+    const auto file = dir.write("bad.yaml", agent_yaml(model, "tools:\n  - memory: {dir: ./m, size: 3}\n"));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(file.string() + ":7: unknown field 'size' in tools[0].memory; accepted fields: dir") !=
+          std::string::npos);
+  }
+  SECTION("YAML that does not parse") {
+    const auto file = dir.write("bad.yaml", "name: atlas\nmodel: [openai/x\nprompt: hi\n");
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Matches(std::regex_replace(file.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                                     R"(:[34]:[0-9]+: .+\n)"));
+  }
+  SECTION("a value of the wrong type, a missing field, a bad choice") {
+    const auto wrong = dir.write("w.yaml", agent_yaml(model, "limits: {max_iterations: ten}\n"));
+    CHECK(run_cli(dir, {"validate", wrong.string()}).err.find("w.yaml:6: 'max_iterations' in limits must be an integer, not 'ten'") !=
+          std::string::npos);
+    const auto missing = dir.write("m.yaml", "name: atlas\nprompt: hi\n");
+    CHECK(run_cli(dir, {"validate", missing.string()}).err.find("m.yaml:1: missing required field 'model' in agent") !=
+          std::string::npos);
+    const auto choice = dir.write("c.yaml", agent_yaml(model, "autonomy: sometimes\n"));
+    const Outcome r = run_cli(dir, {"validate", choice.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("c.yaml:6: 'autonomy' in agent must be one of manual, gated, automatic, not 'sometimes'") !=
+          std::string::npos);
+  }
+  SECTION("a valid definition validates without contacting anything") {
+    const auto file = dir.write("ok.yaml", agent_yaml(model, "tools:\n  - memory:\n" + refund_tool(model)));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("ok: agent 'atlas'") != std::string::npos);
+    CHECK(r.out.find("tools: memory, refund") != std::string::npos);
+    CHECK(model.requests().empty());
+  }
+  SECTION("bad command lines") {
+    CHECK(run_cli(dir, {"run"}).exit_code == 2);
+    CHECK(run_cli(dir, {"frobnicate"}).exit_code == 2);
+    CHECK(run_cli(dir, {"run", "a.yaml", "task", "--colour"}).err.find("unknown option '--colour'") !=
+          std::string::npos);
+    const Outcome help = run_cli(dir, {"--help"});
+    CHECK(help.exit_code == 0);
+    CHECK(help.out.find("Exit codes:") != std::string::npos);
+  }
+}
+
+#endif  // AGENTKIT_CLI
