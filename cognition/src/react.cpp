@@ -374,7 +374,7 @@ class ReActDriver final : public RunHandle::Driver {
       slot.request.name = call.name;
       slot.request.arguments = call.arguments;
       slot.request.tool = tool;
-      slot.request.side_effecting = tool && tool->side_effecting();
+      slot.request.side_effecting = tool && tool->side_effecting_for(call.arguments);
       slot.request.approved = std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end();
       slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();

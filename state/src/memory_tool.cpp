@@ -279,6 +279,12 @@ class MemoryTool final : public Tool {
 
   const ToolSpec& spec() const noexcept override { return spec_; }
 
+  // `view` only reads.
+  bool side_effecting_for(const Json& arguments) const override {
+    const auto command = arguments.is_object() ? arguments.find("command") : arguments.end();
+    return !(command != arguments.end() && *command == "view");
+  }
+
   Json run(const Json& arguments, RunContext&) const override {
     const Call call = decode(arguments);
     auto guard = files_->lock();

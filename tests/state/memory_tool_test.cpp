@@ -149,6 +149,30 @@ TEST_CASE("the memory tool is advertised as 'memory', side-effecting and not ide
   CHECK_THROWS_AS(memory_tool(nullptr), std::invalid_argument);
 }
 
+TEST_CASE("view is a read; under the default middleware a view after an edit sees the edit", "[memory]") {
+  auto tool = memory_tool();
+  CHECK_FALSE(tool->side_effecting_for(view("/memories")));
+  CHECK(tool->side_effecting_for(delete_path("/memories/x")));
+  CHECK(tool->side_effecting_for(Json::object()));  // unknown: the declaration holds
+
+  agentkit::RunContext ctx = agentkit::testing::make_test_ctx({.autonomy = agentkit::Autonomy::gated});
+  const auto call = [&](Json arguments, bool approved) {
+    agentkit::ToolRequest request{.call_id = "c", .name = "memory", .arguments = std::move(arguments), .tool = tool};
+    request.approved = approved;
+    return ctx.invoker->invoke_tool(request, ctx);
+  };
+  // Gated autonomy pauses the writes, not the reads.
+  CHECK(call(view("/memories"), false).status == ToolResult::Status::ok);
+  CHECK(call(Json{{"command", "create"}, {"path", "/memories/a.txt"}, {"file_text", "one\n"}}, false).status ==
+        ToolResult::Status::awaiting_approval);
+  REQUIRE(call(Json{{"command", "create"}, {"path", "/memories/a.txt"}, {"file_text", "one\n"}}, true).is_ok());
+  CHECK_THAT(call(view("/memories/a.txt"), false).model_text(), Catch::Contains("one"));
+  REQUIRE(call(str_replace("/memories/a.txt", "one", "two"), true).is_ok());
+  const std::string after = call(view("/memories/a.txt"), false).model_text();
+  CHECK_THAT(after, Catch::Contains("two"));
+  CHECK_THAT(after, !Catch::Contains("one"));
+}
+
 TEST_CASE("view lists a directory two levels deep with sizes", "[memory]") {
   const std::string backend = GENERATE(as<std::string>{}, "in-memory", "directory");
   CAPTURE(backend);

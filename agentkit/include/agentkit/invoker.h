@@ -46,7 +46,7 @@ struct ToolRequest {
   std::shared_ptr<const CallLedger> ledger;
   std::string ledger_key;
 
-  bool effectively_side_effecting() const noexcept { return side_effecting || (tool && tool->side_effecting()); }
+  bool effectively_side_effecting() const { return side_effecting || (tool && tool->side_effecting_for(arguments)); }
   bool effectively_idempotent() const noexcept { return tool && tool->idempotent(); }
 };
 

@@ -63,6 +63,11 @@ class Tool {
   const std::string& name() const noexcept { return spec().name; }
   const std::string& description() const noexcept { return spec().description; }
   bool side_effecting() const noexcept { return spec().effects.side_effecting; }
+  // Whether one call has side effects. A tool with read and write commands
+  // behind one name (the `memory` tool) narrows it per call, so a read is
+  // gated, recorded and cached as a read; the spec's declaration is the upper
+  // bound.
+  virtual bool side_effecting_for(const Json& /*arguments*/) const { return side_effecting(); }
   bool idempotent() const noexcept { return spec().effects.idempotent; }
   bool requires_approval() const noexcept { return spec().effects.requires_approval; }
   // Visible to the model (has a parameters schema).

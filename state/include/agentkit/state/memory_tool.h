@@ -206,11 +206,10 @@ class DirectoryFiles final : public Files {
 // wording. Lines are split on "\n"; a final newline ends the last line rather
 // than starting an empty one. Throws std::invalid_argument if `files` is null.
 //
-// Like any side-effecting tool it is at-most-once per run under the
-// idempotent() middleware (part of default_middleware()): an identical
-// repeated call in the same run, such as the same `view` after an edit, gets
-// the first call's result. Leave idempotent() out of the chain where a fresh
-// view matters.
+// `view` counts as read-only (Tool::side_effecting_for): it is not gated
+// under Autonomy::gated, not recorded in a durable run's ledger, and never
+// answered from the idempotent() middleware's table, so a view after an edit
+// sees the edit. The other commands are side-effecting.
 ToolPtr memory_tool(std::shared_ptr<Files> files = std::make_shared<InMemoryFiles>());
 
 // The read side: renders the /memories tree into a prompt section.
