@@ -310,11 +310,11 @@ std::vector<std::string> resources_of(const fs::path& directory) {
   fs::recursive_directory_iterator it(directory, fs::directory_options::skip_permission_denied, ec);
   for (const fs::recursive_directory_iterator end; !ec && it != end && out.size() < kMaxResources; it.increment(ec)) {
     const fs::path relative = it->path().lexically_relative(directory);
+    std::error_code entry_ec;
     if (hidden(relative)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
+      if (it->is_directory(entry_ec)) it.disable_recursion_pending();
       continue;
     }
-    std::error_code entry_ec;
     if (relative == kSkillFile || !it->is_regular_file(entry_ec)) continue;
     if (it->is_symlink(entry_ec) && !inside(real_dir, fs::weakly_canonical(it->path(), entry_ec))) continue;
     out.push_back(relative.generic_string());

@@ -178,6 +178,9 @@ void redact(Json& value, const std::vector<std::string>& secrets) {
   throw std::runtime_error(message);
 }
 
+// Reports a problem by throwing; never returns.
+using Complain = std::function<void(const std::string&)>;
+
 // ------------------------------------------------------------ URL template
 
 // "https://h/v1/{a}/x?k={b}" -> literals {"https://h/v1/", "/x?k=", ""}, names {"a", "b"}.
@@ -186,7 +189,7 @@ struct UrlTemplate {
   std::vector<std::string> names;
 };
 
-UrlTemplate parse_template(std::string_view text, const std::function<void(const std::string&)>& error) {
+UrlTemplate parse_template(std::string_view text, const Complain& error) {
   UrlTemplate t;
   std::string literal;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -219,7 +222,7 @@ struct HeaderPiece {
   bool variable = false;
 };
 
-std::vector<HeaderPiece> parse_header_value(std::string_view value, const std::function<void(const std::string&)>& error) {
+std::vector<HeaderPiece> parse_header_value(std::string_view value, const Complain& error) {
   std::vector<HeaderPiece> pieces;
   std::string literal;
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -285,6 +288,144 @@ void pause(milliseconds delay, const RunContext& ctx) {
   }
 }
 
+// ------------------------------------------------------- definition checks
+
+Complain refusal(const std::string& tool) {
+  return [tool](const std::string& what) { throw ToolDefinitionError("REST tool '" + tool + "': " + what); };
+}
+
+void check_policy(const RestToolDefinition& def, const Complain& refuse) {
+  if (!def.side_effecting) {
+    refuse("declare side_effecting (true or false): a GET is not assumed read-only, and approval gating and retries "
+           "depend on knowing");
+  }
+  static const std::vector<std::string> kMethods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+  if (std::find(kMethods.begin(), kMethods.end(), def.method) == kMethods.end()) {
+    refuse("method '" + def.method + "' is not one of GET, HEAD, POST, PUT, PATCH, DELETE");
+  }
+  if (def.timeout.count() <= 0) refuse("the timeout must be positive");
+  if (def.retries < 0 || def.max_redirects < 0) refuse("retries and max_redirects must not be negative");
+  if (def.retry_delay.count() < 0 || def.max_retry_delay.count() < 0) refuse("retry delays must not be negative");
+  if (def.max_response_bytes == 0) refuse("max_response_bytes must be positive");
+  if (def.retries > 0 && *def.side_effecting && !def.idempotent) {
+    refuse("retries would repeat a side-effecting call; declare it idempotent if a repeat is safe, or drop retries");
+  }
+}
+
+// The template's fixed origin. Placeholders may only follow the host, so the
+// model never chooses where to connect.
+Url check_url(const std::string& url, const UrlTemplate& tmpl, const Complain& refuse) {
+  const auto scheme_end = url.find("://");
+  const auto origin_end = scheme_end == std::string::npos ? std::string::npos : url.find_first_of("/?#", scheme_end + 3);
+  const std::string origin = url.substr(0, origin_end);
+  if (origin.find_first_of("{}") != std::string::npos) refuse("placeholders are allowed only after the host in the URL");
+  if (url.find('#') != std::string::npos) refuse("the URL template must not have a fragment");
+  std::string sample = tmpl.literals[0];
+  for (std::size_t i = 0; i < tmpl.names.size(); ++i) sample += "x" + tmpl.literals[i + 1];
+  try {
+    parse_url(sample);
+    return parse_url(origin);
+  } catch (const UrlError& e) {
+    refuse(std::string("invalid URL: ") + e.what());
+  }
+  return {};
+}
+
+void check_param(const RestParam& p, const std::string& method, const UrlTemplate& tmpl, const Complain& refuse) {
+  const std::string where = "parameter '" + p.name + "'";
+  const ParamOptions& o = p.options;
+  if (o.type == ParamType::array && o.items == ParamType::array) {
+    refuse(where + ": arrays of arrays are not supported; use type object");
+  }
+  if (p.in == ParamIn::path) {
+    if (!is_scalar(o.type)) refuse(where + " goes in the path and must be a string, integer, number or boolean");
+    if (optional_param(p) && !o.default_value) refuse(where + " goes in the path, so it needs a value or a default");
+    if (std::find(tmpl.names.begin(), tmpl.names.end(), p.name) == tmpl.names.end()) {
+      refuse(where + " goes in the path but the URL has no '{" + p.name + "}'");
+    }
+  }
+  if (p.in == ParamIn::query && o.type == ParamType::object) refuse(where + ": a query parameter cannot be an object");
+  if (p.in == ParamIn::query && o.type == ParamType::array && !is_scalar(o.items)) {
+    refuse(where + ": a query array must hold strings, integers, numbers or booleans");
+  }
+  if (p.in == ParamIn::body && (method == "GET" || method == "HEAD")) {
+    refuse(where + " goes in the body, but a " + method + " has none");
+  }
+  DecodeState st;
+  Json ignored;
+  if (o.default_value && !decode_value(p, *o.default_value, ignored, st)) {
+    refuse(where + ": the default does not fit its type (" + st.summary() + ")");
+  }
+  for (const auto& v : o.allowed) {
+    if (!decode_value(p, v, ignored, st)) refuse(where + ": allowed value " + preview(v) + " does not fit its type");
+  }
+  if (o.default_value && !allowed_value(p, *o.default_value)) refuse(where + ": the default is not one of the allowed values");
+}
+
+void check_placeholders(const UrlTemplate& tmpl, const std::vector<RestParam>& params, const Complain& refuse) {
+  for (const auto& name : tmpl.names) {
+    const bool declared = std::any_of(params.begin(), params.end(),
+                                      [&](const RestParam& p) { return p.name == name && p.in == ParamIn::path; });
+    if (!declared) refuse("the URL placeholder '{" + name + "}' is not declared as a path parameter");
+  }
+}
+
+void check_headers(const Headers& headers, const Complain& refuse) {
+  for (const auto& [name, value] : headers) {
+    if (!valid_header_name(name)) refuse("invalid header name '" + name + "'");
+    if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos) {
+      refuse("header '" + name + "' has a line break in its value");
+    }
+    parse_header_value(value, refuse);
+  }
+}
+
+// ---------------------------------------------------------------- responses
+
+// The body as JSON when the response says it is JSON (and it parses), else
+// as text; null when empty. Invalid UTF-8 is replaced.
+Json body_value(const HttpResponse& r, const std::string& method, const std::string& tool, std::size_t max_bytes) {
+  if (r.body.empty() || method == "HEAD") return nullptr;
+  if (lower(r.header("content-type").value_or("")).find("json") != std::string::npos) {
+    try {
+      return parse_arguments(tool, r.body, JsonLimits{.max_bytes = max_bytes, .max_string_bytes = max_bytes});
+    } catch (const ToolArgumentError&) {
+      // Not the JSON it claims to be: the text follows.
+    }
+  }
+  const Json text(r.body);
+  return is_valid_utf8(r.body) ? text : Json::parse(canonical_dump(text));
+}
+
+// Turns `request` into the next hop of a redirect from `from`: the target is
+// checked against the egress list, credentials do not leave their origin, and
+// 303 (or 301/302 after a POST) continues as a bodiless GET.
+Url follow_redirect(HttpRequest& request, const Url& from, int status, std::string_view location,
+                    const std::vector<std::string>& secret_headers, const std::vector<std::string>& secrets,
+                    const RunContext& ctx) {
+  const std::string target = resolve_location(from, location);
+  check_egress(ctx, target);
+  Url next;
+  try {
+    next = parse_url(target);
+  } catch (const UrlError& e) {
+    fail(std::string("redirect to an invalid URL refused: ") + e.what(), secrets);
+  }
+  if (from.scheme == "https" && next.scheme == "http") fail("redirect from https to http refused", secrets);
+  if (!next.same_origin(from)) {
+    for (const char* name : {"authorization", "proxy-authorization", "cookie"}) erase_header(request.headers, name);
+    for (const auto& name : secret_headers) erase_header(request.headers, name);
+  }
+  const bool to_get = (status == 303 && request.method != "HEAD") ||
+                      ((status == 301 || status == 302) && request.method == "POST");
+  if (to_get) {
+    request.method = "GET";
+    request.body.clear();
+    erase_header(request.headers, "content-type");
+  }
+  return next;
+}
+
 }  // namespace
 
 // What one call sends, resolved from the arguments and the environment.
@@ -306,95 +447,22 @@ Json RestResponse::metadata() const {
 }
 
 RestTool::RestTool(RestToolDefinition definition) : def_(std::move(definition)) {
-  const auto error = [&](const std::string& what) {
-    throw ToolDefinitionError("REST tool '" + def_.name + "': " + what);
-  };
-  if (!def_.side_effecting) {
-    error("declare side_effecting (true or false): a GET is not assumed read-only, and approval gating and retries "
-          "depend on knowing");
-  }
   std::transform(def_.method.begin(), def_.method.end(), def_.method.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  static const std::vector<std::string> kMethods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
-  if (std::find(kMethods.begin(), kMethods.end(), def_.method) == kMethods.end()) {
-    error("method '" + def_.method + "' is not one of GET, HEAD, POST, PUT, PATCH, DELETE");
-  }
-
-  // The origin is fixed: placeholders only after the host, so the model never chooses where to connect.
-  const auto scheme_end = def_.url.find("://");
-  const auto origin_end = scheme_end == std::string::npos ? std::string::npos : def_.url.find_first_of("/?#", scheme_end + 3);
-  const std::string origin = def_.url.substr(0, origin_end);
-  if (origin.find_first_of("{}") != std::string::npos) error("placeholders are allowed only after the host in the URL");
-  if (def_.url.find('#') != std::string::npos) error("the URL template must not have a fragment");
-  Url parsed_origin;
-  try {
-    parsed_origin = parse_url(origin);
-  } catch (const UrlError& e) {
-    error(std::string("invalid URL: ") + e.what());
-  }
-  const UrlTemplate tmpl = parse_template(def_.url, error);
-  std::string sample = tmpl.literals[0];
-  for (std::size_t i = 0; i < tmpl.names.size(); ++i) sample += "x" + tmpl.literals[i + 1];
-  try {
-    parse_url(sample);
-  } catch (const UrlError& e) {
-    error(std::string("invalid URL template: ") + e.what());
-  }
-
-  const bool carries_body = def_.method != "GET" && def_.method != "HEAD";
+  const Complain refuse = refusal(def_.name);
+  check_policy(def_, refuse);
+  const UrlTemplate tmpl = parse_template(def_.url, refuse);
+  const Url origin = check_url(def_.url, tmpl, refuse);
   Schema properties = Schema::object();
   Schema required = Schema::array();
   for (const auto& p : def_.params) {
-    const std::string where = "parameter '" + p.name + "'";
-    if (p.options.type == ParamType::array && p.options.items == ParamType::array) {
-      error(where + ": arrays of arrays are not supported; use type object");
-    }
-    if (p.in == ParamIn::path) {
-      if (!is_scalar(p.options.type)) error(where + " goes in the path and must be a string, integer, number or boolean");
-      if (optional_param(p) && !p.options.default_value) error(where + " goes in the path, so it needs a value or a default");
-      if (std::find(tmpl.names.begin(), tmpl.names.end(), p.name) == tmpl.names.end()) {
-        error(where + " goes in the path but the URL has no '{" + p.name + "}'");
-      }
-    }
-    if (p.in == ParamIn::query && p.options.type == ParamType::object) error(where + ": a query parameter cannot be an object");
-    if (p.in == ParamIn::query && p.options.type == ParamType::array && !is_scalar(p.options.items)) {
-      error(where + ": a query array must hold strings, integers, numbers or booleans");
-    }
-    if (p.in == ParamIn::body && !carries_body) error(where + " goes in the body, but a " + def_.method + " has none");
-    DecodeState st;
-    Json ignored;
-    if (p.options.default_value && !decode_value(p, *p.options.default_value, ignored, st)) {
-      error(where + ": the default does not fit its type (" + st.summary() + ")");
-    }
-    for (const auto& v : p.options.allowed) {
-      if (!decode_value(p, v, ignored, st)) error(where + ": allowed value " + preview(v) + " does not fit its type");
-    }
-    if (p.options.default_value && !allowed_value(p, *p.options.default_value)) {
-      error(where + ": the default is not one of the allowed values");
-    }
+    check_param(p, def_.method, tmpl, refuse);
     properties[p.name] = param_schema(p);
     if (!optional_param(p)) required.push_back(p.name);
     accepted_.push_back(p.name);
   }
-  for (const auto& name : tmpl.names) {
-    const bool declared = std::any_of(def_.params.begin(), def_.params.end(),
-                                      [&](const RestParam& p) { return p.name == name && p.in == ParamIn::path; });
-    if (!declared) error("the URL placeholder '{" + name + "}' is not declared as a path parameter");
-  }
-  for (const auto& [name, value] : def_.headers) {
-    if (!valid_header_name(name)) error("invalid header name '" + name + "'");
-    if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos) {
-      error("header '" + name + "' has a line break in its value");
-    }
-    parse_header_value(value, error);
-  }
-  if (def_.timeout.count() <= 0) error("the timeout must be positive");
-  if (def_.retries < 0 || def_.max_redirects < 0) error("retries and max_redirects must not be negative");
-  if (def_.retry_delay.count() < 0 || def_.max_retry_delay.count() < 0) error("retry delays must not be negative");
-  if (def_.max_response_bytes == 0) error("max_response_bytes must be positive");
-  if (def_.retries > 0 && *def_.side_effecting && !def_.idempotent) {
-    error("retries would repeat a side-effecting call; declare it idempotent if a repeat is safe, or drop retries");
-  }
+  check_placeholders(tmpl, def_.params, refuse);
+  check_headers(def_.headers, refuse);
 
   Schema parameters = Schema::object();
   parameters["type"] = "object";
@@ -405,7 +473,7 @@ RestTool::RestTool(RestToolDefinition definition) : def_(std::move(definition)) 
   draft.explicit_description = def_.description;
   draft.spec.effects = Effects{*def_.side_effecting, def_.idempotent, def_.requires_approval};
   draft.spec.tags = def_.tags;
-  draft.spec.metadata = Json{{"url", parsed_origin.origin()}, {"method", def_.method}};
+  draft.spec.metadata = Json{{"url", origin.origin()}, {"method", def_.method}};
   detail::finish_spec(draft, std::move(parameters), accepted_);
   spec_ = std::move(draft.spec);
 
@@ -460,8 +528,8 @@ RestTool::Prepared RestTool::prepare(const Json& arguments) const {
   }
 
   Prepared out;
-  const auto error = [](const std::string& what) { throw std::logic_error(what); };  // validated at construction
-  const UrlTemplate tmpl = parse_template(def_.url, error);
+  const Complain refuse = refusal(def_.name);  // validated at construction: never called
+  const UrlTemplate tmpl = parse_template(def_.url, refuse);
   std::string url = tmpl.literals[0];
   for (std::size_t i = 0; i < tmpl.names.size(); ++i) {
     url += percent_encode(scalar_text(values.at(tmpl.names[i]))) + tmpl.literals[i + 1];
@@ -487,7 +555,7 @@ RestTool::Prepared RestTool::prepare(const Json& arguments) const {
   for (const auto& [name, value] : def_.headers) {
     std::string resolved;
     bool secret = false;
-    for (const auto& piece : parse_header_value(value, error)) {
+    for (const auto& piece : parse_header_value(value, refuse)) {
       if (!piece.variable) {
         resolved += piece.text;
         continue;
@@ -538,7 +606,7 @@ HttpResponse RestTool::send(const HttpRequest& request, const Prepared& prepared
 }
 
 RestResponse RestTool::call(const Json& arguments, RunContext& ctx) const {
-  Prepared prepared = prepare(arguments);
+  const Prepared prepared = prepare(arguments);
   HttpRequest request{.method = def_.method, .headers = prepared.headers, .body = prepared.body, .any_status = true};
   Url url = prepared.url;
   RestResponse out;
@@ -547,63 +615,29 @@ RestResponse RestTool::call(const Json& arguments, RunContext& ctx) const {
     check_egress(ctx, request.url);
     HttpResponse r = send(request, prepared, out, ctx);
     const auto location = r.header("location");
-    if (!is_redirect(r.status) || !location) {
-      const std::string type = lower(std::string(r.header("content-type").value_or("")));
-      out.status = r.status;
-      out.url = request.url;
-      out.headers = std::move(r.headers);
-      if (r.body.size() > def_.max_response_bytes) {
-        if (out.ok()) {
-          fail("the response body of " + std::to_string(r.body.size()) + " bytes exceeds the tool's limit of " +
-                   std::to_string(def_.max_response_bytes) + " bytes",
-               prepared.secrets);
-        }
-        r.body.resize(def_.max_response_bytes);
+    if (is_redirect(r.status) && location) {
+      if (out.redirects >= def_.max_redirects) {
+        fail("too many redirects (more than " + std::to_string(def_.max_redirects) + ")", prepared.secrets);
       }
-      if (r.body.empty() || request.method == "HEAD") {
-        out.output = nullptr;
-      } else if (type.find("json") != std::string::npos) {
-        try {
-          out.output = parse_arguments(spec_.name, r.body, JsonLimits{.max_bytes = def_.max_response_bytes,
-                                                                       .max_string_bytes = def_.max_response_bytes});
-        } catch (const ToolArgumentError&) {
-          out.output = Json(r.body);  // not the JSON it claims to be: the text
-        }
-      } else {
-        out.output = Json(r.body);
+      url = follow_redirect(request, url, r.status, *location, prepared.secret_headers, prepared.secrets, ctx);
+      ++out.redirects;
+      continue;
+    }
+    if (r.body.size() > def_.max_response_bytes) {
+      if (r.status >= 200 && r.status < 300) {
+        fail("the response body of " + std::to_string(r.body.size()) + " bytes exceeds the tool's limit of " +
+                 std::to_string(def_.max_response_bytes) + " bytes",
+             prepared.secrets);
       }
-      if (out.output.is_string() && !is_valid_utf8(out.output.get_ref<const std::string&>())) {
-        out.output = Json::parse(canonical_dump(out.output));
-      }
-      redact(out.output, prepared.secrets);
-      redact(out.url, prepared.secrets);
-      return out;
+      r.body.resize(def_.max_response_bytes);  // an error page only feeds a preview
     }
-    if (out.redirects >= def_.max_redirects) {
-      fail("too many redirects (more than " + std::to_string(def_.max_redirects) + ")", prepared.secrets);
-    }
-    const std::string target = resolve_location(url, *location);
-    check_egress(ctx, target);
-    Url next;
-    try {
-      next = parse_url(target);
-    } catch (const UrlError& e) {
-      fail(std::string("redirect to an invalid URL refused: ") + e.what(), prepared.secrets);
-    }
-    if (url.scheme == "https" && next.scheme == "http") fail("redirect from https to http refused", prepared.secrets);
-    if (!next.same_origin(url)) {
-      for (const char* name : {"authorization", "proxy-authorization", "cookie"}) erase_header(request.headers, name);
-      for (const auto& name : prepared.secret_headers) erase_header(request.headers, name);
-    }
-    const bool to_get = (r.status == 303 && request.method != "HEAD") ||
-                        ((r.status == 301 || r.status == 302) && request.method == "POST");
-    if (to_get) {
-      request.method = "GET";
-      request.body.clear();
-      erase_header(request.headers, "content-type");
-    }
-    ++out.redirects;
-    url = std::move(next);
+    out.output = body_value(r, request.method, spec_.name, def_.max_response_bytes);
+    out.status = r.status;
+    out.url = request.url;
+    out.headers = std::move(r.headers);
+    redact(out.output, prepared.secrets);
+    redact(out.url, prepared.secrets);
+    return out;
   }
 }
 

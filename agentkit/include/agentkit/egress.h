@@ -3,7 +3,9 @@
 // Every tool that reaches the network checks each URL it is about to contact,
 // redirects included, against ctx.egress (see check_egress()); the
 // egress_allowlist() middleware in <agentkit/invoker.h> installs a list and
-// turns a refusal into a denied result.
+// turns a refusal into a denied result. Place it after error_boundary() in
+// the chain (inside it): error_boundary() turns any exception that reaches
+// it, EgressDenied included, into a plain error result.
 //
 // Example:
 //   auto allow = std::make_shared<const agentkit::EgressAllowlist>(

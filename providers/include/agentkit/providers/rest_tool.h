@@ -28,8 +28,8 @@
 //     is sent; every problem is reported at once in a ToolArgumentError.
 //   - `${NAME}` in a header value is read from the environment at call time.
 //     A missing or empty variable is an error naming the variable. Resolved
-//     values never appear in errors, results or metadata (they are replaced
-//     by "[redacted]", as are any echoes of them in a response).
+//     values (of 4 characters or more) never appear in errors, results or
+//     metadata: they, and any echo of them in a response, read "[redacted]".
 //   - Every URL contacted, the first and each redirect, is checked against
 //     ctx.egress (see <agentkit/egress.h>); a refusal throws EgressDenied,
 //     which the egress_allowlist() middleware turns into a denied result.
