@@ -173,6 +173,7 @@ TEST_CASE("REST tool: text and mislabelled bodies come back as text, an empty bo
   server.enqueue(reply(200, "sunny", {{"content-type", "text/plain"}}));
   server.enqueue(reply(200, "{not json", {{"content-type", "application/json"}}));
   server.enqueue(reply(204));
+  server.enqueue(reply(200, "caf\xe9", {{"content-type", "text/plain; charset=latin1"}}));
   auto tool = weather(server);
   Harness h;
   CHECK(h.invoke(tool, {{"city", "Lisbon"}}).value["output"] == "sunny");
@@ -180,6 +181,10 @@ TEST_CASE("REST tool: text and mislabelled bodies come back as text, an empty bo
   auto empty = h.invoke(tool, {{"city", "Lisbon"}});
   CHECK(empty.value["output"].is_null());
   CHECK(empty.value["metadata"]["status"] == 204);
+  // Invalid UTF-8 is replaced, so the result can always be serialised.
+  auto latin1 = h.invoke(tool, {{"city", "Lisbon"}});
+  CHECK(latin1.value["output"] == "caf\xef\xbf\xbd");
+  CHECK_NOTHROW(latin1.value.dump());
 }
 
 TEST_CASE("REST tool: the advertised schema and spec come from the declaration", "[rest]") {
