@@ -186,6 +186,12 @@ const TOOLS = {
     annotations: readOnly,
     run: () => ({ content: [text(String(process.pid))] }),
   },
+  'weird.name/v2': {
+    description: 'A name outside what model APIs accept.',
+    inputSchema: object({}),
+    annotations: readOnly,
+    run: () => ({ content: [text('weird ran')] }),
+  },
   noisy: {
     description: 'Writes 2 MB to stderr, then answers.',
     inputSchema: object({}),

@@ -66,11 +66,11 @@ TEST_CASE("stdio: the handshake negotiates the revision and lists every tool acr
   CHECK(client->server().capabilities.contains("tools"));
 
   const auto infos = client->list_tools();
-  REQUIRE(infos.size() == 18);  // six pages of three
+  REQUIRE(infos.size() == 19);  // seven pages of at most three
   CHECK(infos.front().name == "echo");
   CHECK(infos.back().name == "noisy");
   REQUIRE(client->tools().size() == infos.size());
-  for (std::size_t i = 0; i < infos.size(); ++i) CHECK(client->tools()[i]->name() == infos[i].name);
+  for (std::size_t i = 0; i < infos.size(); ++i) CHECK(client->tools()[i]->spec().metadata["mcp"]["name"] == infos[i].name);
 }
 
 TEST_CASE("stdio: an older revision is accepted, an unknown one refused") {
@@ -134,6 +134,28 @@ TEST_CASE("stdio: annotations map to effects; hints stay metadata") {
   auto fail = find_tool(*client, "fail");  // no annotations: assume it acts on the world
   CHECK(fail->side_effecting());
   CHECK(fail->spec().metadata["mcp"]["destructive_hint"] == true);
+
+  // A name model APIs refuse is rewritten; calls still use the server's name.
+  auto weird = find_tool(*client, "weird_name_v2");
+  CHECK(weird->spec().metadata["mcp"]["name"] == "weird.name/v2");
+  auto ctx = testing::make_test_ctx();
+  CHECK(weird->run(Json::object(), ctx) == "weird ran");
+}
+
+TEST_CASE("mcp: content blocks render faithfully, whatever their shape") {
+  McpCallResult r;
+  r.content = Json::array({Json{{"type", "text"}, {"text", "a"}},
+                           Json{{"type", "image"}, {"data", "QUJD"}},  // no mimeType
+                           Json{{"type", "resource"}, {"resource", {{"uri", "x://empty"}}}},
+                           Json{{"type", "video"}, {"url", "x"}},
+                           Json("not an object"),
+                           Json{{"type", "resource_link"}, {"uri", "x://bare"}}});
+  CHECK(r.text() ==
+        "a\n[image, 3 bytes]\n[resource x://empty]\n[video content]\n[content 'not an object']\n[resource_link x://bare]");
+  CHECK(r.value() == Json(r.text()));
+  r.structured = Json{{"k", 1}};
+  CHECK(r.value() == Json{{"k", 1}});
+  CHECK(McpCallResult{}.text().empty());
 }
 
 TEST_CASE("stdio: isError and unknown tools end as model-visible errors, in both shapes") {
@@ -336,7 +358,7 @@ TEST_CASE("stdio: notifications/tools/list_changed re-lists the tools") {
   REQUIRE(mcp_test::eventually(has_added));
   {
     std::lock_guard lock(mutex);
-    CHECK(announced.size() == 19);
+    CHECK(announced.size() == 20);
     CHECK(std::find(announced.begin(), announced.end(), "added_tool") != announced.end());
   }
   auto ctx = testing::make_test_ctx();

@@ -9,10 +9,12 @@
 //   McpClient fs(make_stdio_transport({.command = "npx",
 //                                      .args = {"-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"}}),
 //                {.server_name = "fs"});
-//   fs.connect();                                    // handshake and first tools/list
-//   auto agent_tools = fs.tools();                   // std::vector<ToolPtr>
-//   auto registry = agentkit::ToolRegistry{}.add_plugin("fs", fs);   // fs_read_file, ...
-//   McpCallResult r = fs.call_tool("list_directory", {{"path", "/srv/docs"}});
+//   fs.connect();                     // handshake and first tools/list
+//   agentkit::ToolRegistry registry;
+//   registry.add_plugin("fs", fs);    // fs_read_text_file, fs_list_directory, ...
+//   agentkit::Agent agent("docs", model, prompt, std::make_shared<const ReActCognition>(registry));
+//
+//   McpCallResult r = fs.call_tool("list_directory", {{"path", "/srv/docs"}});  // or directly
 //   std::cout << r.text();
 #include <chrono>
 #include <cstddef>
