@@ -147,7 +147,8 @@ class McpTransport {
 
 // A child process speaking newline-delimited JSON-RPC on stdin/stdout. Its
 // stderr is drained continuously and logged at debug level; lines that are
-// not JSON-RPC are logged and skipped. `logger` defaults to spdlog's default.
+// not JSON-RPC (or exceed 32 MiB, or nest deeper than 256 levels) are logged
+// and skipped. `logger` defaults to spdlog's default.
 std::unique_ptr<McpTransport> make_stdio_transport(McpStdioServer server,
                                                    std::shared_ptr<spdlog::logger> logger = nullptr);
 // Streamable HTTP: POSTs accept JSON or SSE answers; Mcp-Session-Id is kept
