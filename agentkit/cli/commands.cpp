@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,31 @@ constexpr auto kPollInterval = std::chrono::milliseconds(2);
 volatile std::sig_atomic_t g_interrupted = 0;
 
 extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+// Blocks SIGINT on this thread while alive. Threads started meanwhile (the
+// tool workers, MCP connections) keep it blocked, so an interrupt reaches the
+// main thread and cuts short a read there (the approval prompt).
+class InterruptsBlocked {
+ public:
+  InterruptsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~InterruptsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  InterruptsBlocked(const InterruptsBlocked&) = delete;
+  InterruptsBlocked& operator=(const InterruptsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+// The runtime for `config`, its threads started with SIGINT blocked.
+std::unique_ptr<const AgentRuntime> start_runtime(const AgentConfig& config) {
+  InterruptsBlocked blocked;
+  return std::make_unique<const AgentRuntime>(config);
+}
 
 // A usage or setup problem: printed as it is, exit code Exit::usage.
 class UsageError : public std::runtime_error {
@@ -267,13 +293,13 @@ int run_command(const RunArgs& args) {
     for (const auto& warning : config.warnings) ui.note(warning);
     auto store = open_store(args.output);
     auto nested = std::make_shared<NestedEvents>();
-    const AgentRuntime runtime(config);
-    RunContext ctx = runtime.context(store, nested);
+    const auto runtime = start_runtime(config);
+    RunContext ctx = runtime->context(store, nested);
     const std::string run_id = new_run_id();
     store->put(run_record_key(run_id), Json{{"agent_file", config.file.string()}}.dump());
-    Driver driver{runtime, ctx, ui, *nested, args.output, resume_command_for(run_id, args.output)};
+    Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(run_id, args.output)};
     const std::string session = args.session.empty() ? config.session : args.session;
-    return driver.finish(runtime.agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
+    return driver.finish(runtime->agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
   });
 }
 
@@ -298,16 +324,16 @@ int resume_command(const ResumeArgs& args) {
     Terminal ui = make_terminal(args.output);
     for (const auto& warning : config.warnings) ui.note(warning);
     auto nested = std::make_shared<NestedEvents>();
-    const AgentRuntime runtime(config);
-    RunContext ctx = runtime.context(store, nested);
-    Driver driver{runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
+    const auto runtime = start_runtime(config);
+    RunContext ctx = runtime->context(store, nested);
+    Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
     if (stored->phase == Phase::suspended) {
       Decisions decisions = decisions_for(args, pending_calls(*stored));
-      return driver.finish(runtime.agent().start_resume(args.run_id, std::move(decisions), ctx));
+      return driver.finish(runtime->agent().start_resume(args.run_id, std::move(decisions), ctx));
     }
     // Its process died mid-step: continue from the last checkpoint.
     ui.note("recovering run " + args.run_id + " from its last checkpoint");
-    return driver.finish(runtime.agent().start_recover(args.run_id, ctx));
+    return driver.finish(runtime->agent().start_recover(args.run_id, ctx));
   });
 }
 

@@ -241,9 +241,6 @@ class Loader {
  public:
   AgentConfig load(const fs::path& path) {
     const fs::path file = fs::absolute(path).lexically_normal();
-    if (std::find(stack_.begin(), stack_.end(), file) != stack_.end()) {
-      throw ConfigError(stack_.back(), 0, "sub-agent file " + file.string() + " includes itself (a cycle)");
-    }
     stack_.push_back(file);
     AgentConfig config = read(file, parse(file));
     stack_.pop_back();
@@ -522,6 +519,9 @@ class Loader {
 
   void read_sub_agent(const Section& entry, AgentConfig& config, Names& names) {
     const fs::path path = relative_to(config.file, entry.required<std::string>("file"));
+    if (std::find(stack_.begin(), stack_.end(), path) != stack_.end()) {
+      entry.fail("file", "leads back to " + path.string() + ", which is being read (a cycle)");
+    }
     auto sub = std::make_shared<AgentConfig>(load(path));
     config.warnings.insert(config.warnings.end(), sub->warnings.begin(), sub->warnings.end());
     SubAgentConfig agent;

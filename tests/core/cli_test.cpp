@@ -473,6 +473,21 @@ TEST_CASE("on a terminal, approval is asked for and the run continues in-process
   }
 }
 
+TEST_CASE("--session continues a conversation across invocations", "[cli]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(answer({"Hello Ada."}));
+  model.enqueue(answer({"Your name is Ada."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+  CHECK(run_cli(dir, {"run", file.string(), "My name is Ada.", "--session", "s1", "--store", dir.store()}).exit_code == 0);
+  CHECK(run_cli(dir, {"run", file.string(), "What is my name?", "--session", "s1", "--store", dir.store()}).exit_code == 0);
+  const Json messages = Json::parse(model.requests().at(1).body)["messages"];
+  REQUIRE(messages.size() == 4);  // system, the first exchange, the new task
+  CHECK(messages[1]["content"] == "My name is Ada.");
+  CHECK(messages[2]["content"] == "Hello Ada.");
+  CHECK(messages[3]["content"] == "What is my name?");
+}
+
 TEST_CASE("--yes approves in-process; --json reports a suspension in the result line", "[cli][approval]") {
   TempDir dir;
   WireServer model, shop;
@@ -542,6 +557,49 @@ TEST_CASE("a REST tool declared in YAML sends path, query and env-resolved heade
     CHECK(r.exit_code == 0);
     CHECK(weather.requests().empty());
     CHECK(r.err.find("⊘ weather denied") != std::string::npos);
+  }
+}
+
+// A minimal MCP server over stdio in POSIX sh: one read-only tool, `echo`,
+// that always answers "pong from sh". Requests arrive with sorted keys, so
+// the id comes first.
+const char* const kShellMcpServer = R"(while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/^{"id":\([0-9][0-9]*\),.*/\1/p')
+  [ -z "$id" ] && continue
+  case "$line" in
+    *'"method":"initialize"'*) result='{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"sh-echo","version":"1.0"}}' ;;
+    *'"method":"tools/list"'*) result='{"tools":[{"name":"echo","description":"Answers with a fixed greeting, for testing.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"annotations":{"readOnlyHint":true}}]}' ;;
+    *'"method":"tools/call"'*) result='{"content":[{"type":"text","text":"pong from sh"}]}' ;;
+    *) result='{}' ;;
+  esac
+  printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$result"
+done
+)";
+
+TEST_CASE("an MCP server declared in YAML is started and its tools are offered, prefixed", "[cli][mcp]") {
+  TempDir dir;
+  WireServer model;
+  dir.write("server.sh", kShellMcpServer);
+  model.enqueue(calls({{"m1", "sh_echo", {{"text", "ping"}}}}));
+  model.enqueue(answer({"The server said pong."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - mcp: {name: sh, command: sh, args: [server.sh], cwd: .}\n"));
+
+  const Outcome r = run_cli(dir, {"run", file.string(), "Ping the server", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  const auto requests = model.requests();
+  REQUIRE(requests.size() == 2);
+  const Json tools = Json::parse(requests[0].body)["tools"];
+  REQUIRE(tools.size() == 1);
+  CHECK(tools[0]["function"]["name"] == "sh_echo");
+  const Json last = Json::parse(requests[1].body)["messages"].back();
+  CHECK(last["content"] == "pong from sh");
+  CHECK(r.err.find("✓ sh_echo") != std::string::npos);
+
+  SECTION("a server that cannot start is a setup error naming the entry") {
+    const auto broken = dir.write("broken.yaml", agent_yaml(model, "tools:\n  - mcp: {name: gone, command: /nonexistent/server}\n"));
+    const Outcome b = run_cli(dir, {"run", broken.string(), "Hi", "--store", dir.store()});
+    CHECK(b.exit_code == 2);
+    CHECK(b.err.find("broken.yaml:7: MCP server 'gone' is not usable") != std::string::npos);
   }
 }
 
@@ -664,6 +722,22 @@ TEST_CASE("invalid definitions are rejected with file, line and what is accepted
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("c.yaml:6: 'autonomy' in agent must be one of manual, gated, automatic, not 'sometimes'") !=
           std::string::npos);
+  }
+  SECTION("a sub-agent that leads back to its parent") {
+    dir.write("loop.yaml", agent_yaml(model, "tools:\n  - agent: {file: bad.yaml, description: Loops back to its caller forever and ever.}\n"));
+    const auto file = dir.write("bad.yaml", agent_yaml(model, "tools:\n  - agent: {file: loop.yaml}\n"));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find((dir.path / "loop.yaml").string() + ":7: 'file' in tools[0].agent leads back to " + file.string()) !=
+          std::string::npos);
+  }
+  SECTION("a sub-agent's own budget is noted as having no effect") {
+    dir.write("sub.yaml", agent_yaml(model, "description: Researches facts about cities, briefly.\nbudget: {steps: 3}\n"));
+    const auto file = dir.write("ok.yaml", agent_yaml(model, "tools:\n  - agent: {file: sub.yaml, name: research}\n"));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("sub.yaml:7: warning: 'budget' has no effect in a sub-agent") != std::string::npos);
+    CHECK(r.out.find("tools: research") != std::string::npos);
   }
   SECTION("a valid definition validates without contacting anything") {
     const auto file = dir.write("ok.yaml", agent_yaml(model, "tools:\n  - memory:\n" + refund_tool(model)));
