@@ -124,7 +124,8 @@ TEST_CASE("a rejected refund never reaches the backend; the model is told why") 
   result = agent.resume(std::move(result.state), {{"c1", agentkit::Decision::reject("more than was paid")}}, ctx);
 
   CHECK(result.stop_reason == StopReason::answered);
-  const auto& seen = llm->requests().back().messages.back();
+  const auto requests = llm->requests();  // a copy: hold it while you look inside
+  const auto& seen = requests.back().messages.back();
   CHECK(seen.is_error);
   CHECK_THAT(seen.content, Catch::Contains("more than was paid"));
 }
@@ -142,7 +143,8 @@ TEST_CASE("a bad argument is sent back to the model to repair, not to the backen
   auto result = billing_agent(payments).run("What did I pay for A-1?", ctx);
 
   CHECK(result.stop_reason == StopReason::answered);
-  const auto& repair = llm->requests()[1].messages.back();
+  const auto requests = llm->requests();
+  const auto& repair = requests[1].messages.back();
   CHECK(repair.is_error);
   CHECK_THAT(repair.content, Catch::Contains("order_id"));
 }
