@@ -102,10 +102,9 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
     overrides.openai_api_key = key_value;
     overrides.anthropic_api_key = key_value;
   }
-  models_.emplace(key, providers::make_model(config.model,
-                                             options_.connect ? providers::settings_from_environment(overrides)
-                                                              : overrides,
-                                             transport_));
+  models_.emplace(key, providers::make_model(
+                           config.model, options_.connect ? providers::settings_from_environment(overrides) : overrides,
+                           transport_));
 }
 
 const providers::McpClient& AgentRuntime::connect(const AgentConfig& config, const McpServerConfig& server) {
@@ -142,7 +141,8 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
     try {
       if (options_.connect && config.memory->dir) files = std::make_shared<state::DirectoryFiles>(*config.memory->dir);
     } catch (const std::exception& e) {
-      throw ConfigError(config.file, config.memory->line, std::string("the memory directory cannot be used: ") + e.what());
+      throw ConfigError(config.file, config.memory->line,
+                        std::string("the memory directory cannot be used: ") + e.what());
     }
     tools.push_back(state::memory_tool(files));
   }
@@ -152,9 +152,8 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
   }
   for (const auto& sub : config.agents) {
     try {
-      tools.push_back(as_tool(build(*sub.agent), {.name = sub.name,
-                                                  .description = sub.description,
-                                                  .side_effecting = sub.side_effecting}));
+      tools.push_back(as_tool(
+          build(*sub.agent), {.name = sub.name, .description = sub.description, .side_effecting = sub.side_effecting}));
     } catch (const ToolDefinitionError& e) {
       throw ConfigError(config.file, sub.line, std::string("sub-agent '") + sub.name + "': " + e.what());
     }
@@ -177,9 +176,8 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
   AgentOptions agent_options;
   agent_options.max_iterations = config.max_iterations;
   agent_options.max_repairs = config.max_repairs;
-  return std::make_shared<const Agent>(config.name, key, prompt,
-                                       std::make_shared<const cognition::ReActCognition>(std::move(registry)),
-                                       agent_options);
+  return std::make_shared<const Agent>(
+      config.name, key, prompt, std::make_shared<const cognition::ReActCognition>(std::move(registry)), agent_options);
 }
 
 }  // namespace agentkit::cli

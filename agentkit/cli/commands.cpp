@@ -113,7 +113,7 @@ std::string shell_quoted(const std::string& text) {
 
 std::string resume_command_for(const std::string& run_id, const OutputOptions& output) {
   std::string command = "agentkit resume " + shell_quoted(run_id);
-  if (output.store) command += " --store " + shell_quoted(output.store->string());
+  if (output.store) command += " --store " + shell_quoted(fs::absolute(*output.store).string());
   return command;
 }
 
@@ -221,7 +221,7 @@ Decisions decisions_for(const ResumeArgs& args, const std::vector<ToolCall>& pen
     return decisions;
   }
   std::string list;
-  for (const auto& call : undecided) list += "\n  " + call.id + "  " + call.name + " " + preview(call.arguments);
+  for (const auto& call : undecided) list += "\n  " + call.id + "  " + call_preview(call);
   throw UsageError("run " + args.run_id + " awaits a decision on:" + list +
                    "\npass --approve all, --approve ID or --reject ID[:reason]");
 }
@@ -299,6 +299,7 @@ int run_command(const RunArgs& args) {
     store->put(run_record_key(run_id), Json{{"agent_file", config.file.string()}}.dump());
     Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(run_id, args.output)};
     const std::string session = args.session.empty() ? config.session : args.session;
+    ui.started(run_id, config.name, false);
     return driver.finish(runtime->agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
   });
 }
@@ -327,6 +328,7 @@ int resume_command(const ResumeArgs& args) {
     const auto runtime = start_runtime(config);
     RunContext ctx = runtime->context(store, nested);
     Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
+    ui.started(args.run_id, config.name, true);
     if (stored->phase == Phase::suspended) {
       Decisions decisions = decisions_for(args, pending_calls(*stored));
       return driver.finish(runtime->agent().start_resume(args.run_id, std::move(decisions), ctx));

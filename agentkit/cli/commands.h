@@ -11,8 +11,8 @@ namespace agentkit::cli {
 
 // Options shared by run and resume.
 struct OutputOptions {
-  bool json = false;  // one JSON object per line on stdout
-  bool yes = false;   // approve every call that asks, without asking
+  bool json = false;                           // one JSON object per line on stdout
+  bool yes = false;                            // approve every call that asks, without asking
   std::optional<std::filesystem::path> store;  // the state database; default $AGENTKIT_HOME/state.db
 };
 

@@ -63,8 +63,9 @@ class Section {
       const YAML::Node& key = entry.first;
       const std::string field = key.IsScalar() ? key.Scalar() : std::string();
       if (!std::binary_search(accepted.begin(), accepted.end(), field)) {
-        throw ConfigError(file_, line_of(key), "unknown field " + (field.empty() ? shown(key) : "'" + field + "'") +
-                                                   " in " + name_ + "; accepted fields: " + join(accepted));
+        throw ConfigError(file_, line_of(key),
+                          "unknown field " + (field.empty() ? shown(key) : "'" + field + "'") + " in " + name_ +
+                              "; accepted fields: " + join(accepted));
       }
       if (!fields_.emplace(field, Field{entry.second, line_of(key)}).second) {
         throw ConfigError(file_, line_of(key), "field '" + field + "' appears twice in " + name_);
@@ -228,8 +229,8 @@ E one_of(const Section& section, const std::string& key, const std::vector<std::
 }
 
 const std::vector<std::pair<std::string, ParamType>> kParamTypes = {
-    {"string", ParamType::string}, {"integer", ParamType::integer}, {"number", ParamType::number},
-    {"boolean", ParamType::boolean}, {"array", ParamType::array}, {"object", ParamType::object}};
+    {"string", ParamType::string},   {"integer", ParamType::integer}, {"number", ParamType::number},
+    {"boolean", ParamType::boolean}, {"array", ParamType::array},     {"object", ParamType::object}};
 
 std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); }
 
@@ -273,15 +274,15 @@ class Loader {
     config.description = top.get_or<std::string>("description", {});
     read_model(top, config);
     read_prompt(top, config);
-    config.autonomy = one_of<Autonomy>(top, "autonomy",
-                                       {{"manual", Autonomy::manual},
-                                        {"gated", Autonomy::gated},
-                                        {"automatic", Autonomy::automatic}},
-                                       Autonomy::automatic);
-    if (top.has("limits")) read_limits(Section(file, top.node("limits"), "limits", {"max_iterations", "max_repairs"}), config);
+    config.autonomy = one_of<Autonomy>(
+        top, "autonomy", {{"manual", Autonomy::manual}, {"gated", Autonomy::gated}, {"automatic", Autonomy::automatic}},
+        Autonomy::automatic);
+    if (top.has("limits"))
+      read_limits(Section(file, top.node("limits"), "limits", {"max_iterations", "max_repairs"}), config);
     if (top.has("budget")) {
-      read_budget(Section(file, top.node("budget"), "budget", {"steps", "tool_calls", "tokens", "cost_usd", "wall_time_s"}),
-                  config);
+      read_budget(
+          Section(file, top.node("budget"), "budget", {"steps", "tool_calls", "tokens", "cost_usd", "wall_time_s"}),
+          config);
     }
     config.session = top.get_or<std::string>("session", {});
     config.egress = top.get_or<std::vector<std::string>>("egress", {});
@@ -455,10 +456,10 @@ class Loader {
       if (!params.IsSequence()) rest.fail("params", "must be a list");
       std::size_t index = 0;
       for (const auto& item : params) {
-        def.params.push_back(read_param(
-            Section(rest.file(), item, rest.name() + ".params[" + std::to_string(index++) + "]",
-                    {"name", "in", "description", "type", "items", "required", "default", "enum"}),
-            def));
+        def.params.push_back(
+            read_param(Section(rest.file(), item, rest.name() + ".params[" + std::to_string(index++) + "]",
+                               {"name", "in", "description", "type", "items", "required", "default", "enum"}),
+                       def));
       }
     }
     try {
@@ -475,7 +476,9 @@ class Loader {
     const bool in_url = def.url.find("{" + param.name + "}") != std::string::npos;
     const bool bodyless = def.method == "GET" || def.method == "HEAD" || def.method == "DELETE";
     param.in = one_of<ParamIn>(p, "in", {{"path", ParamIn::path}, {"query", ParamIn::query}, {"body", ParamIn::body}},
-                               in_url ? ParamIn::path : bodyless ? ParamIn::query : ParamIn::body);
+                               in_url     ? ParamIn::path
+                               : bodyless ? ParamIn::query
+                                          : ParamIn::body);
     param.options.type = one_of<ParamType>(p, "type", kParamTypes, ParamType::string);
     param.options.items = one_of<ParamType>(p, "items", kParamTypes, ParamType::string);
     param.options.required = p.get_or<bool>("required", true);
@@ -493,7 +496,8 @@ class Loader {
     server.line = mcp.line();
     server.name = mcp.required<std::string>("name");
     if (mcp.has("command") == mcp.has("url")) {
-      mcp.fail_at(mcp.line(), mcp.name() + " needs exactly one of 'command' (a stdio server) and 'url' (Streamable HTTP)");
+      mcp.fail_at(mcp.line(),
+                  mcp.name() + " needs exactly one of 'command' (a stdio server) and 'url' (Streamable HTTP)");
     }
     if (mcp.has("command")) {
       if (mcp.has("headers")) mcp.fail("headers", "is for an HTTP server ('url'), not a stdio one");

@@ -54,7 +54,7 @@ Exit codes:
   1  failed            4  max_iterations reached
   2  usage, configuration or setup error                  5  budget exhausted
 
-Definition (see agentkit/cli/config.h for every field):
+Definition (the README lists every field):
   name: support
   model: openai/gpt-4o-mini          # anthropic/<m>; base_url: for compatible servers
   api_key_env: MY_KEY                # default OPENAI_API_KEY / ANTHROPIC_API_KEY
@@ -162,7 +162,8 @@ int resume(const std::vector<std::string>& args) {
   std::string error;
   const auto parsed = parse(args, {"--json", "--yes"}, {"--store", "--approve", "--reject"}, "resume", error);
   if (!parsed) return usage_error(error);
-  if (parsed->positional.empty() || parsed->positional.size() > 2) return usage_error("resume needs RUN_ID [AGENT.yaml]");
+  if (parsed->positional.empty() || parsed->positional.size() > 2)
+    return usage_error("resume needs RUN_ID [AGENT.yaml]");
   ResumeArgs resume_args;
   resume_args.run_id = parsed->positional[0];
   if (parsed->positional.size() == 2) resume_args.agent_file = parsed->positional[1];

@@ -1,6 +1,7 @@
 #include "terminal.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <type_traits>
 #include <variant>
@@ -22,7 +23,9 @@ Json call_json(const ToolCall& call) {
   return {{"id", call.id}, {"name", call.name}, {"arguments", std::move(arguments)}};
 }
 
-std::int64_t millis(std::chrono::microseconds d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+std::int64_t millis(std::chrono::microseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
 
 // The first line of `text`, at most `max` bytes (cut on a UTF-8 boundary).
 std::string first_line(const std::string& text, std::size_t max) {
@@ -34,9 +37,8 @@ std::string first_line(const std::string& text, std::size_t max) {
 }
 
 bool plain_name(const std::string& key) {
-  return !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-';
-  });
+  return !key.empty() &&
+         std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-'; });
 }
 
 // "order_id: 'A-1', amount: 20" for a status line; bounded and single-line.
@@ -54,14 +56,90 @@ std::string arguments_preview(const ToolCall& call) {
   return first_line(out, kPreviewChars);
 }
 
+}  // namespace
+
+std::string call_preview(const ToolCall& call) { return call.name + "(" + arguments_preview(call) + ")"; }
+
+namespace {
+
 std::string call_key(const std::string& call_id, bool nested) { return (nested ? "sub:" : "") + call_id; }
 
-const char* paint(bool styled, const char* colour) { return styled ? colour : ""; }
 constexpr const char* kGreen = "\033[32m";
 constexpr const char* kRed = "\033[31m";
 constexpr const char* kYellow = "\033[33m";
 constexpr const char* kDim = "\033[2m";
-constexpr const char* kReset = "\033[0m";
+
+// A status symbol, coloured on a terminal.
+std::string mark(bool styled, const char* colour, const char* glyph) {
+  return styled ? std::string(colour) + glyph + "\033[0m" : std::string(glyph);
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// "✓ lookup 12 ms", "⏸ refund needs approval", "⊘ refund denied: <why>",
+// "✗ lookup: <error>".
+std::string finished_line(const ToolCallFinished& e, std::chrono::microseconds took, bool styled) {
+  if (e.outcome == "ok") return mark(styled, kGreen, "✓") + " " + e.name + " " + std::to_string(millis(took)) + " ms";
+  if (e.outcome == "awaiting_approval") return mark(styled, kYellow, "⏸") + " " + e.name + " needs approval";
+  if (e.outcome == "denied")
+    return mark(styled, kYellow, "⊘") + " " + e.name + " denied: " + first_line(e.text, kErrorChars);
+  return mark(styled, kRed, "✗") + " " + e.name + ": " + first_line(e.text, kErrorChars);
+}
+
+// The JSON line of each event type.
+Json fields(const ModelCallStarted& e) { return {{"type", "model_call_started"}, {"iteration", e.iteration}}; }
+Json fields(const TextDelta& e) { return {{"type", "text_delta"}, {"text", e.text}}; }
+Json fields(const ModelCallFinished& e) {
+  return {{"type", "model_call_finished"},
+          {"iteration", e.iteration},
+          {"finish_reason", e.finish_reason},
+          {"usage", to_json(e.usage)}};
+}
+Json fields(const ToolCallStarted& e) {
+  Json call = call_json(e.call);
+  return {{"type", "tool_call_started"},
+          {"call_id", call["id"]},
+          {"name", call["name"]},
+          {"arguments", call["arguments"]},
+          {"status", e.status}};
+}
+Json fields(const ToolCallFinished& e) {
+  return {{"type", "tool_call_finished"},
+          {"call_id", e.call_id},
+          {"name", e.name},
+          {"outcome", e.outcome},
+          {"text", e.text}};
+}
+Json fields(const ToolSpan& e) {
+  return {{"type", "tool_span"},
+          {"call_id", e.call_id},
+          {"name", e.tool},
+          {"outcome", e.outcome},
+          {"duration_ms", millis(e.duration)},
+          {"span_id", e.span_id}};
+}
+Json fields(const RunSuspended& e) {
+  Json pending = Json::array();
+  for (const auto& call : e.pending) pending.push_back(call_json(call));
+  return {{"type", "run_suspended"}, {"pending", std::move(pending)}};
+}
+Json fields(const RunFinished& e) {
+  return {{"type", "run_finished"}, {"stop_reason", e.stop_reason}, {"output", e.output}};
+}
+Json fields(const Progress& e) { return {{"type", "progress"}, {"message", e.message}}; }
+Json fields(const McpProgress& e) {
+  Json out = {{"type", "mcp_progress"},
+              {"server", e.server},
+              {"tool", e.tool},
+              {"progress", e.progress},
+              {"message", e.message}};
+  if (e.total) out["total"] = *e.total;
+  return out;
+}
 
 template <class... F>
 struct Overloaded : F... {
@@ -91,46 +169,7 @@ Exit exit_code(StopReason reason) noexcept {
 }
 
 Json event_json(const Event& event, bool nested) {
-  Json j = std::visit(
-      Overloaded{
-          [](const ModelCallStarted& e) -> Json { return {{"type", "model_call_started"}, {"iteration", e.iteration}}; },
-          [](const TextDelta& e) -> Json { return {{"type", "text_delta"}, {"text", e.text}}; },
-          [](const ModelCallFinished& e) -> Json {
-            return {{"type", "model_call_finished"},
-                    {"iteration", e.iteration},
-                    {"finish_reason", e.finish_reason},
-                    {"usage", to_json(e.usage)}};
-          },
-          [](const ToolCallStarted& e) -> Json {
-            Json out = call_json(e.call);
-            return {{"type", "tool_call_started"}, {"call_id", out["id"]}, {"name", out["name"]},
-                    {"arguments", out["arguments"]}, {"status", e.status}};
-          },
-          [](const ToolCallFinished& e) -> Json {
-            return {{"type", "tool_call_finished"}, {"call_id", e.call_id}, {"name", e.name},
-                    {"outcome", e.outcome}, {"text", e.text}};
-          },
-          [](const ToolSpan& e) -> Json {
-            return {{"type", "tool_span"}, {"call_id", e.call_id}, {"name", e.tool}, {"outcome", e.outcome},
-                    {"duration_ms", millis(e.duration)}, {"span_id", e.span_id}};
-          },
-          [](const RunSuspended& e) -> Json {
-            Json pending = Json::array();
-            for (const auto& call : e.pending) pending.push_back(call_json(call));
-            return {{"type", "run_suspended"}, {"pending", std::move(pending)}};
-          },
-          [](const RunFinished& e) -> Json {
-            return {{"type", "run_finished"}, {"stop_reason", e.stop_reason}, {"output", e.output}};
-          },
-          [](const Progress& e) -> Json { return {{"type", "progress"}, {"message", e.message}}; },
-          [](const McpProgress& e) -> Json {
-            Json out = {{"type", "mcp_progress"}, {"server", e.server}, {"tool", e.tool},
-                        {"progress", e.progress}, {"message", e.message}};
-            if (e.total) out["total"] = *e.total;
-            return out;
-          },
-      },
-      event);
+  Json j = std::visit([](const auto& e) { return fields(e); }, event);
   if (nested) j["nested"] = true;
   return j;
 }
@@ -155,6 +194,13 @@ Json result_json(const RunResult& result, const std::string& resume_command) {
 
 Terminal::Terminal(Options options, std::FILE* out, std::FILE* err) : options_(options), out_(out), err_(err) {}
 
+void Terminal::started(const std::string& run_id, const std::string& agent, bool resumed) {
+  if (!options_.json) return;
+  const Json line = {{"type", "run_started"}, {"run_id", run_id}, {"agent", agent}, {"resumed", resumed}};
+  std::fputs((dump_line(line) + "\n").c_str(), out_);
+  std::fflush(out_);
+}
+
 void Terminal::show(const Event& event, bool nested) {
   if (options_.json) {
     show_json(event, nested);
@@ -171,68 +217,56 @@ void Terminal::show_json(const Event& event, bool nested) {
 void Terminal::show_text(const Event& event, bool nested) {
   const std::string indent = nested ? "  " : "";
   const bool styled = options_.styled;
-  std::visit(
-      Overloaded{
-          [&](const ModelCallStarted&) {
-            if (!nested) streamed_answer_ = false;
-          },
-          [&](const TextDelta& e) {
-            if (nested) return;  // a sub-agent's text reaches the parent as its tool result
-            close_status();
-            std::fputs(e.text.c_str(), out_);
-            std::fflush(out_);
-            text_open_ = !e.text.empty() && e.text.back() != '\n';
-            streamed_answer_ = true;
-          },
-          [&](const ModelCallFinished&) {
-            if (!nested) end_text_line();
-          },
-          [&](const ToolCallStarted& e) {
-            const std::string key = call_key(e.call.id, nested);
-            started_[key] = std::chrono::steady_clock::now();
-            const std::string what =
-                e.status.empty() || e.status == e.call.name ? e.call.name + "(" + arguments_preview(e.call) + ")" : e.status;
-            status(indent + paint(styled, kDim) + "⋯ " + paint(styled, kReset) + what, {}, key);
-          },
-          [&](const ToolSpan& e) { spans_[call_key(e.call_id, nested)] = e.duration; },
-          [&](const ToolCallFinished& e) {
-            const std::string key = call_key(e.call_id, nested);
-            std::string line;
-            if (e.outcome == "ok") {
-              auto span = spans_.find(key);
-              auto start = started_.find(key);
-              const auto took = span != spans_.end() ? span->second
-                                : start != started_.end()
-                                    ? std::chrono::duration_cast<std::chrono::microseconds>(
-                                          std::chrono::steady_clock::now() - start->second)
-                                    : std::chrono::microseconds(0);
-              line = std::string(paint(styled, kGreen)) + "✓" + paint(styled, kReset) + " " + e.name + " " +
-                     std::to_string(millis(took)) + " ms";
-            } else if (e.outcome == "awaiting_approval") {
-              line = std::string(paint(styled, kYellow)) + "⏸" + paint(styled, kReset) + " " + e.name +
-                     " needs approval";
-            } else if (e.outcome == "denied") {
-              line = std::string(paint(styled, kYellow)) + "⊘" + paint(styled, kReset) + " " + e.name +
-                     " denied: " + first_line(e.text, kErrorChars);
-            } else {
-              line = std::string(paint(styled, kRed)) + "✗" + paint(styled, kReset) + " " + e.name + ": " +
-                     first_line(e.text, kErrorChars);
-            }
-            status(indent + line, key, {});
-            started_.erase(key);
-            spans_.erase(key);
-          },
-          [&](const Progress& e) { status(indent + "  · " + e.message, {}, {}); },
-          [&](const McpProgress& e) {
-            std::string line = indent + "  · " + e.server + "/" + e.tool + " " + preview(Json(e.progress));
-            if (e.total) line += "/" + preview(Json(*e.total));
-            if (!e.message.empty()) line += " " + e.message;
-            status(line, {}, {});
-          },
-          [](const RunSuspended&) {},
-          [](const RunFinished&) {},
-      },
-      event);
+  std::visit(Overloaded{
+                 [&](const ModelCallStarted&) {
+                   if (!nested) streamed_answer_ = false;
+                 },
+                 [&](const TextDelta& e) {
+                   if (nested) return;  // a sub-agent's text reaches the parent as its tool result
+                   close_status();
+                   std::fputs(e.text.c_str(), out_);
+                   std::fflush(out_);
+                   text_open_ = !e.text.empty() && e.text.back() != '\n';
+                   streamed_answer_ = true;
+                 },
+                 [&](const ModelCallFinished&) {
+                   if (!nested) end_text_line();
+                 },
+                 [&](const ToolCallStarted& e) {
+                   const std::string key = call_key(e.call.id, nested);
+                   started_[key] = std::chrono::steady_clock::now();
+                   const std::string what =
+                       e.status.empty() || e.status == e.call.name ? call_preview(e.call) : e.status;
+                   status(indent + mark(styled, kDim, "⋯") + " " + what, {}, key);
+                 },
+                 [&](const ToolSpan& e) { spans_[call_key(e.call_id, nested)] = e.duration; },
+                 [&](const ToolCallFinished& e) {
+                   const std::string key = call_key(e.call_id, nested);
+                   status(indent + finished_line(e, took(key), styled), key, {});
+                   started_.erase(key);
+                   spans_.erase(key);
+                 },
+                 [&](const Progress& e) { status(indent + "  · " + e.message, {}, {}); },
+                 [&](const McpProgress& e) {
+                   std::string line = indent + "  · " + e.server + "/" + e.tool + " " + number(e.progress);
+                   if (e.total) line += "/" + number(*e.total);
+                   if (!e.message.empty()) line += " " + e.message;
+                   status(line, {}, {});
+                 },
+                 [](const RunSuspended&) {},
+                 [](const RunFinished&) {},
+             },
+             event);
+}
+
+std::chrono::microseconds Terminal::took(const std::string& key) const {
+  // The tracing span's duration when there is one, else the time since the
+  // started event was shown.
+  if (auto span = spans_.find(key); span != spans_.end()) return span->second;
+  if (auto start = started_.find(key); start != started_.end()) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start->second);
+  }
+  return std::chrono::microseconds(0);
 }
 
 void Terminal::status(const std::string& line, const std::string& replaces, const std::string& opens) {
@@ -293,7 +327,7 @@ void Terminal::outcome(const RunResult& result, const std::string& resume_comman
       std::string text = "Run " + result.state.run_id + " is waiting for approval:\n";
       if (result.suspended) {
         for (const auto& call : result.suspended->pending) {
-          text += "  " + call.id + "  " + call.name + "(" + arguments_preview(call) + ")\n";
+          text += "  " + call.id + "  " + call_preview(call) + "\n";
         }
       }
       text += "Approve with: " + resume_command + " --approve all\n";
@@ -302,7 +336,7 @@ void Terminal::outcome(const RunResult& result, const std::string& resume_comman
       break;
     }
     default:
-      note("stopped (" + std::string(to_string(result.stop_reason)) + ")" +
+      note("run " + result.state.run_id + " stopped (" + std::string(to_string(result.stop_reason)) + ")" +
            (result.error.empty() ? "" : ": " + result.error));
       break;
   }

@@ -32,6 +32,9 @@ Exit exit_code(StopReason reason) noexcept;
 // `nested` marks events of a sub-agent's run.
 Json event_json(const Event& event, bool nested = false);
 
+// A call as a status line shows it: "refund(order_id: 'A-1')", bounded.
+std::string call_preview(const ToolCall& call);
+
 // A run's outcome as the final JSON line: {"type": "result", "run_id",
 // "stop_reason", "exit_code", "output", "error", "iterations", "usage",
 // "pending": [{"id", "name", "arguments"}], "resume"}.
@@ -61,6 +64,9 @@ class Terminal {
 
   explicit Terminal(Options options, std::FILE* out = stdout, std::FILE* err = stderr);
 
+  // JSON mode: {"type": "run_started", "run_id", "agent", "resumed"}, the
+  // first line, so a program knows the id before the run ends.
+  void started(const std::string& run_id, const std::string& agent, bool resumed);
   void show(const Event& event, bool nested = false);
   // The outcome: the answer (unless it already streamed), the suspension
   // with the command that resumes it, or why the run stopped. JSON mode: the
@@ -76,14 +82,16 @@ class Terminal {
   // started line it replaces / it is.
   void status(const std::string& line, const std::string& replaces, const std::string& opens);
   void close_status();
+  // How long the call under `key` took.
+  std::chrono::microseconds took(const std::string& key) const;
   void end_text_line();
 
   Options options_;
   std::FILE* out_;
   std::FILE* err_;
-  bool text_open_ = false;      // the last text on `out` has no newline yet
+  bool text_open_ = false;        // the last text on `out` has no newline yet
   bool streamed_answer_ = false;  // the last model call's text was shown as it streamed
-  std::string open_status_;     // the call whose "started" line is the last line on `err`
+  std::string open_status_;       // the call whose "started" line is the last line on `err`
   std::map<std::string, std::chrono::steady_clock::time_point> started_;  // by call key
   std::map<std::string, std::chrono::microseconds> spans_;                // by call key
 };

@@ -44,8 +44,7 @@ struct TempDir {
   fs::path path;
   TempDir() {
     static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("agentkit_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() / ("agentkit_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -75,8 +74,8 @@ struct Outcome {
 // A minimal environment: no proxies, HOME in the scratch directory, the test
 // key, the sanitizer settings of this process, and `extra`.
 std::vector<std::string> child_environment(const TempDir& dir, const std::vector<std::string>& extra) {
-  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + dir.path.string(),
-                                  "AGENTKIT_TEST_KEY=" + kApiKey, "AGENTKIT_LOG=off"};
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + dir.path.string(), "AGENTKIT_TEST_KEY=" + kApiKey,
+                                  "AGENTKIT_LOG=off"};
   for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
     if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
   }
@@ -210,7 +209,8 @@ WireServer::Response sse(const std::vector<Json>& deltas, const std::string& fin
     if (i + 1 == deltas.size()) choice["finish_reason"] = finish_reason;
     r.chunks.push_back("data: " + Json{{"choices", {choice}}}.dump() + "\n\n");
   }
-  r.chunks.push_back(R"(data: {"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":9}})" "\n\n");
+  r.chunks.push_back(R"(data: {"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":9}})"
+                     "\n\n");
   r.chunks.push_back("data: [DONE]\n\n");
   return r;
 }
@@ -227,7 +227,9 @@ WireServer::Response calls(const std::vector<std::tuple<std::string, std::string
   Json list = Json::array();
   int index = 0;
   for (const auto& [id, name, arguments] : tool_calls) {
-    list.push_back({{"index", index++}, {"id", id}, {"type", "function"},
+    list.push_back({{"index", index++},
+                    {"id", id},
+                    {"type", "function"},
                     {"function", {{"name", name}, {"arguments", arguments.dump()}}}});
   }
   return sse({{{"tool_calls", list}}}, "tool_calls");
@@ -246,9 +248,12 @@ WireServer::Response json_response(const Json& body, int status = 200) {
 std::string agent_yaml(const WireServer& model, const std::string& rest = {}) {
   return "name: atlas\n"
          "model: openai/gpt-test\n"
-         "base_url: " + model.base_url() + "/v1\n"
+         "base_url: " +
+         model.base_url() +
+         "/v1\n"
          "api_key_env: AGENTKIT_TEST_KEY\n"
-         "prompt: You answer questions about cities.\n" + rest;
+         "prompt: You answer questions about cities.\n" +
+         rest;
 }
 
 // A REST tool that refunds an order on `server`, behind approval.
@@ -257,7 +262,9 @@ std::string refund_tool(const WireServer& server) {
          "      name: refund\n"
          "      description: Refund a damaged customer order in full and return the refund record.\n"
          "      method: POST\n"
-         "      url: " + server.base_url() + "/orders/{order_id}/refund\n"
+         "      url: " +
+         server.base_url() +
+         "/orders/{order_id}/refund\n"
          "      side_effecting: true\n"
          "      requires_approval: true\n"
          "      params:\n"
@@ -279,7 +286,7 @@ std::string run_id_in(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("agentkit run answers, streaming the model's text to stdout", "[cli]") {
+TEST_CASE("agentkit run answers and streams the model's text to stdout", "[cli]") {
   TempDir dir;
   WireServer model;
   model.enqueue(answer({"Lisbon has about ", "545,000 residents."}));
@@ -304,18 +311,21 @@ TEST_CASE("text from an Anthropic stream arrives as text_delta events", "[cli]")
   WireServer model;
   WireServer::Response r;
   r.headers = {{"content-type", "text/event-stream"}};
-  auto event = [](const std::string& type, const Json& data) { return "event: " + type + "\ndata: " + data.dump() + "\n\n"; };
-  r.chunks = {event("message_start", {{"type", "message_start"}, {"message", {{"usage", {{"input_tokens", 9}}}}}}),
-              event("content_block_start", {{"type", "content_block_start"}, {"index", 0},
-                                            {"content_block", {{"type", "text"}, {"text", ""}}}}),
-              event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
-                                            {"delta", {{"type", "text_delta"}, {"text", "Bom "}}}}),
-              event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
-                                            {"delta", {{"type", "text_delta"}, {"text", "dia."}}}}),
-              event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}),
-              event("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}},
-                                      {"usage", {{"output_tokens", 3}}}}),
-              event("message_stop", {{"type", "message_stop"}})};
+  auto event = [](const std::string& type, const Json& data) {
+    return "event: " + type + "\ndata: " + data.dump() + "\n\n";
+  };
+  r.chunks = {
+      event("message_start", {{"type", "message_start"}, {"message", {{"usage", {{"input_tokens", 9}}}}}}),
+      event("content_block_start",
+            {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}}),
+      event("content_block_delta",
+            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", "Bom "}}}}),
+      event("content_block_delta",
+            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", "dia."}}}}),
+      event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}),
+      event("message_delta",
+            {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}, {"usage", {{"output_tokens", 3}}}}),
+      event("message_stop", {{"type", "message_stop"}})};
   model.enqueue(r);
   const auto file = dir.write("a.yaml", "name: atlas\nmodel: anthropic/claude-test\nbase_url: " + model.base_url() +
                                             "\napi_key_env: AGENTKIT_TEST_KEY\nprompt: Greet.\n");
@@ -329,7 +339,7 @@ TEST_CASE("text from an Anthropic stream arrives as text_delta events", "[cli]")
   CHECK(model.requests().at(0).header("x-api-key") == kApiKey);
 }
 
-TEST_CASE("agentkit run keeps runs in $AGENTKIT_HOME/state.db by default", "[cli]") {
+TEST_CASE("agentkit run keeps runs in AGENTKIT_HOME by default", "[cli]") {
   TempDir dir;
   WireServer model;
   model.enqueue(answer({"Done."}));
@@ -339,11 +349,13 @@ TEST_CASE("agentkit run keeps runs in $AGENTKIT_HOME/state.db by default", "[cli
   CHECK(fs::exists(dir.path / "home" / "state.db"));
 }
 
-TEST_CASE("agentkit run --json prints one event per line, ending with the result", "[cli][memory]") {
+TEST_CASE("agentkit run --json prints one event per line and ends with the result", "[cli][memory]") {
   TempDir dir;
   WireServer model;
-  model.enqueue(calls({{"c1", "memory", {{"command", "create"}, {"path", "/memories/lisbon.md"},
-                                          {"file_text", "Population: 545,000\n"}}}}));
+  model.enqueue(
+      calls({{"c1",
+              "memory",
+              {{"command", "create"}, {"path", "/memories/lisbon.md"}, {"file_text", "Population: 545,000\n"}}}}));
   model.enqueue(answer({"Noted: ", "545,000."}));
   const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - memory: {dir: ./notes}\n"));
 
@@ -357,7 +369,9 @@ TEST_CASE("agentkit run --json prints one event per line, ending with the result
     types.push_back(line.at("type"));
     if (line["type"] == "text_delta") streamed += line["text"].get<std::string>();
   }
-  CHECK(types.front() == "model_call_started");
+  CHECK(types.front() == "run_started");
+  CHECK(lines.front()["run_id"] == lines.back()["run_id"]);
+  CHECK(types.at(1) == "model_call_started");
   CHECK(std::count(types.begin(), types.end(), "result") == 1);
   CHECK(streamed == "Noted: 545,000.");
   const Json& result = lines.back();
@@ -379,7 +393,7 @@ TEST_CASE("agentkit run --json prints one event per line, ending with the result
   CHECK(r.out.find(kApiKey) == std::string::npos);
 }
 
-TEST_CASE("a run that needs approval suspends off a terminal; resume --approve all continues it in another process",
+TEST_CASE("a run that needs approval suspends off a terminal and resume continues it in another process",
           "[cli][approval]") {
   TempDir dir;
   WireServer model, shop;
@@ -391,7 +405,8 @@ TEST_CASE("a run that needs approval suspends off a terminal; resume --approve a
   const Outcome first = run_cli(dir, {"run", file.string(), "Refund order A-1", "--store", dir.store()});
   CHECK(first.exit_code == 3);
   const std::string run_id = run_id_in(first.out);
-  CHECK(first.out.find("agentkit resume " + run_id + " --store " + dir.store() + " --approve all") != std::string::npos);
+  CHECK(first.out.find("agentkit resume " + run_id + " --store " + dir.store() + " --approve all") !=
+        std::string::npos);
   CHECK(first.out.find("refund(order_id: 'A-1')") != std::string::npos);
   CHECK(first.err.find("refund needs approval") != std::string::npos);
   CHECK(shop.requests().empty());  // nothing ran before the decision
@@ -431,7 +446,7 @@ TEST_CASE("a run that needs approval suspends off a terminal; resume --approve a
   }
 }
 
-TEST_CASE("on a terminal, approval is asked for and the run continues in-process", "[cli][approval][tty]") {
+TEST_CASE("on a terminal approval is asked for and the run continues in-process", "[cli][approval][tty]") {
   TempDir dir;
   WireServer model, shop;
   shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-5"}}); });
@@ -458,29 +473,32 @@ TEST_CASE("on a terminal, approval is asked for and the run continues in-process
   SECTION("resume without flags asks, then approves") {
     const Outcome first = run_cli(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()});
     REQUIRE(first.exit_code == 3);
-    const Outcome r = run_on_terminal(dir, {"resume", run_id_in(first.out), "--store", dir.store()}, {{"[e]dit? ", "a"}});
+    const Outcome r =
+        run_on_terminal(dir, {"resume", run_id_in(first.out), "--store", dir.store()}, {{"[e]dit? ", "a"}});
     INFO(r.out);
     CHECK(r.exit_code == 0);
     REQUIRE(shop.requests().size() == 1);
     CHECK(shop.requests()[0].path == "/orders/A-1/refund");
   }
   SECTION("input ends before a decision: the run stays suspended") {
-    const Outcome r = run_on_terminal(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()},
-                                      {{"[e]dit? ", "\x04"}});
+    const Outcome r =
+        run_on_terminal(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()}, {{"[e]dit? ", "\x04"}});
     CHECK(r.exit_code == 3);
     CHECK(r.out.find("is waiting for approval") != std::string::npos);
     CHECK(shop.requests().empty());
   }
 }
 
-TEST_CASE("--session continues a conversation across invocations", "[cli]") {
+TEST_CASE("the session option continues a conversation across invocations", "[cli]") {
   TempDir dir;
   WireServer model;
   model.enqueue(answer({"Hello Ada."}));
   model.enqueue(answer({"Your name is Ada."}));
   const auto file = dir.write("atlas.yaml", agent_yaml(model));
-  CHECK(run_cli(dir, {"run", file.string(), "My name is Ada.", "--session", "s1", "--store", dir.store()}).exit_code == 0);
-  CHECK(run_cli(dir, {"run", file.string(), "What is my name?", "--session", "s1", "--store", dir.store()}).exit_code == 0);
+  CHECK(run_cli(dir, {"run", file.string(), "My name is Ada.", "--session", "s1", "--store", dir.store()}).exit_code ==
+        0);
+  CHECK(run_cli(dir, {"run", file.string(), "What is my name?", "--session", "s1", "--store", dir.store()}).exit_code ==
+        0);
   const Json messages = Json::parse(model.requests().at(1).body)["messages"];
   REQUIRE(messages.size() == 4);  // system, the first exchange, the new task
   CHECK(messages[1]["content"] == "My name is Ada.");
@@ -488,7 +506,7 @@ TEST_CASE("--session continues a conversation across invocations", "[cli]") {
   CHECK(messages[3]["content"] == "What is my name?");
 }
 
-TEST_CASE("--yes approves in-process; --json reports a suspension in the result line", "[cli][approval]") {
+TEST_CASE("the yes option approves in-process and --json reports a suspension in the result line", "[cli][approval]") {
   TempDir dir;
   WireServer model, shop;
   shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-1"}}); });
@@ -519,20 +537,24 @@ TEST_CASE("--yes approves in-process; --json reports a suspension in the result 
   }
 }
 
-TEST_CASE("a REST tool declared in YAML sends path, query and env-resolved header; egress is enforced", "[cli][rest]") {
+TEST_CASE("a REST tool declared in YAML sends path and query and an env-resolved header under the egress allowlist",
+          "[cli][rest]") {
   TempDir dir;
   WireServer model, weather;
   weather.set_handler([](const WireServer::Request&) { return json_response({{"temp_c", 21}}); });
-  const std::string tool = "tools:\n"
-                           "  - rest:\n"
-                           "      name: weather\n"
-                           "      description: Current weather for a named city, in degrees Celsius.\n"
-                           "      url: " + weather.base_url() + "/weather/{city}\n"
-                           "      side_effecting: false\n"
-                           "      params:\n"
-                           "        - {name: city, description: The city}\n"
-                           "        - {name: units, description: Unit system, enum: [metric, imperial], default: metric}\n"
-                           "      headers: {X-Api-Key: \"${WEATHER_KEY}\"}\n";
+  const std::string tool =
+      "tools:\n"
+      "  - rest:\n"
+      "      name: weather\n"
+      "      description: Current weather for a named city, in degrees Celsius.\n"
+      "      url: " +
+      weather.base_url() +
+      "/weather/{city}\n"
+      "      side_effecting: false\n"
+      "      params:\n"
+      "        - {name: city, description: The city}\n"
+      "        - {name: units, description: Unit system, enum: [metric, imperial], default: metric}\n"
+      "      headers: {X-Api-Key: \"${WEATHER_KEY}\"}\n";
   model.enqueue(calls({{"w1", "weather", {{"city", "Lisbon"}}}}));
   model.enqueue(answer({"It is 21 °C in Lisbon."}));
 
@@ -576,13 +598,14 @@ const char* const kShellMcpServer = R"(while IFS= read -r line; do
 done
 )";
 
-TEST_CASE("an MCP server declared in YAML is started and its tools are offered, prefixed", "[cli][mcp]") {
+TEST_CASE("an MCP server declared in YAML is started and its tools are offered with a prefix", "[cli][mcp]") {
   TempDir dir;
   WireServer model;
   dir.write("server.sh", kShellMcpServer);
   model.enqueue(calls({{"m1", "sh_echo", {{"text", "ping"}}}}));
   model.enqueue(answer({"The server said pong."}));
-  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - mcp: {name: sh, command: sh, args: [server.sh], cwd: .}\n"));
+  const auto file = dir.write(
+      "atlas.yaml", agent_yaml(model, "tools:\n  - mcp: {name: sh, command: sh, args: [server.sh], cwd: .}\n"));
 
   const Outcome r = run_cli(dir, {"run", file.string(), "Ping the server", "--store", dir.store()});
   CHECK(r.exit_code == 0);
@@ -596,25 +619,30 @@ TEST_CASE("an MCP server declared in YAML is started and its tools are offered, 
   CHECK(r.err.find("✓ sh_echo") != std::string::npos);
 
   SECTION("a server that cannot start is a setup error naming the entry") {
-    const auto broken = dir.write("broken.yaml", agent_yaml(model, "tools:\n  - mcp: {name: gone, command: /nonexistent/server}\n"));
+    const auto broken =
+        dir.write("broken.yaml", agent_yaml(model, "tools:\n  - mcp: {name: gone, command: /nonexistent/server}\n"));
     const Outcome b = run_cli(dir, {"run", broken.string(), "Hi", "--store", dir.store()});
     CHECK(b.exit_code == 2);
     CHECK(b.err.find("broken.yaml:7: MCP server 'gone' is not usable") != std::string::npos);
   }
 }
 
-TEST_CASE("a sub-agent from another file is a tool; its events are marked nested", "[cli][subagent]") {
+TEST_CASE("a sub-agent from another file is a tool whose events are marked nested", "[cli][subagent]") {
   TempDir dir;
   WireServer model;
   model.enqueue(calls({{"s1", "research", {{"task", "Find Lisbon's population"}}}}));
   model.enqueue(answer({"About 545,000."}));  // the sub-agent's answer
   model.enqueue(answer({"Lisbon has about 545,000 residents."}));
-  dir.write("researcher.yaml", "name: researcher\n"
-                               "description: Researches facts about cities and reports them briefly.\n"
-                               "model: openai/gpt-mini\n"
-                               "base_url: " + model.base_url() + "/v1\n"
-                               "prompt: You research.\n");
-  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - agent: {file: researcher.yaml, name: research}\n"));
+  dir.write("researcher.yaml",
+            "name: researcher\n"
+            "description: Researches facts about cities and reports them briefly.\n"
+            "model: openai/gpt-mini\n"
+            "base_url: " +
+                model.base_url() +
+                "/v1\n"
+                "prompt: You research.\n");
+  const auto file =
+      dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - agent: {file: researcher.yaml, name: research}\n"));
 
   const Outcome r = run_cli(dir, {"run", file.string(), "How big is Lisbon?", "--json", "--store", dir.store()});
   CHECK(r.exit_code == 0);
@@ -639,7 +667,7 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     const auto file = dir.write("a.yaml", agent_yaml(model, memory + "limits: {max_iterations: 1}\n"));
     const Outcome r = run_cli(dir, {"run", file.string(), "Look around", "--store", dir.store()});
     CHECK(r.exit_code == 4);
-    CHECK(r.err.find("stopped (max_iterations)") != std::string::npos);
+    CHECK(r.err.find(" stopped (max_iterations): max_iterations (1) reached") != std::string::npos);
     CHECK(model.requests().size() == 1);
   }
   SECTION("budget_exhausted: 5") {
@@ -683,7 +711,7 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
   }
 }
 
-TEST_CASE("invalid definitions are rejected with file, line and what is accepted", "[cli][config]") {
+TEST_CASE("invalid definitions are rejected with file and line and what is accepted", "[cli][config]") {
   TempDir dir;
   WireServer model;
 
@@ -712,8 +740,8 @@ TEST_CASE("invalid definitions are rejected with file, line and what is accepted
   }
   SECTION("a value of the wrong type, a missing field, a bad choice") {
     const auto wrong = dir.write("w.yaml", agent_yaml(model, "limits: {max_iterations: ten}\n"));
-    CHECK(run_cli(dir, {"validate", wrong.string()}).err.find("w.yaml:6: 'max_iterations' in limits must be an integer, not 'ten'") !=
-          std::string::npos);
+    CHECK(run_cli(dir, {"validate", wrong.string()})
+              .err.find("w.yaml:6: 'max_iterations' in limits must be an integer, not 'ten'") != std::string::npos);
     const auto missing = dir.write("m.yaml", "name: atlas\nprompt: hi\n");
     CHECK(run_cli(dir, {"validate", missing.string()}).err.find("m.yaml:1: missing required field 'model' in agent") !=
           std::string::npos);
@@ -724,15 +752,19 @@ TEST_CASE("invalid definitions are rejected with file, line and what is accepted
           std::string::npos);
   }
   SECTION("a sub-agent that leads back to its parent") {
-    dir.write("loop.yaml", agent_yaml(model, "tools:\n  - agent: {file: bad.yaml, description: Loops back to its caller forever and ever.}\n"));
+    dir.write(
+        "loop.yaml",
+        agent_yaml(model,
+                   "tools:\n  - agent: {file: bad.yaml, description: Loops back to its caller forever and ever.}\n"));
     const auto file = dir.write("bad.yaml", agent_yaml(model, "tools:\n  - agent: {file: loop.yaml}\n"));
     const Outcome r = run_cli(dir, {"validate", file.string()});
     CHECK(r.exit_code == 2);
-    CHECK(r.err.find((dir.path / "loop.yaml").string() + ":7: 'file' in tools[0].agent leads back to " + file.string()) !=
-          std::string::npos);
+    CHECK(r.err.find((dir.path / "loop.yaml").string() + ":7: 'file' in tools[0].agent leads back to " +
+                     file.string()) != std::string::npos);
   }
   SECTION("a sub-agent's own budget is noted as having no effect") {
-    dir.write("sub.yaml", agent_yaml(model, "description: Researches facts about cities, briefly.\nbudget: {steps: 3}\n"));
+    dir.write("sub.yaml",
+              agent_yaml(model, "description: Researches facts about cities, briefly.\nbudget: {steps: 3}\n"));
     const auto file = dir.write("ok.yaml", agent_yaml(model, "tools:\n  - agent: {file: sub.yaml, name: research}\n"));
     const Outcome r = run_cli(dir, {"validate", file.string()});
     CHECK(r.exit_code == 0);
