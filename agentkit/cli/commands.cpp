@@ -72,7 +72,7 @@ class UsageError : public std::runtime_error {
 bool interactive(const OutputOptions& output) { return !output.json && ::isatty(0) && ::isatty(1); }
 
 Terminal make_terminal(const OutputOptions& output) {
-  return Terminal({.json = output.json, .styled = !output.json && ::isatty(2)});
+  return Terminal({.json = output.json, .styled = !output.json && ::isatty(2), .text_on_terminal = ::isatty(1) != 0});
 }
 
 // Where the CLI remembers which definition a run was started from.

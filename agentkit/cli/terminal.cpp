@@ -27,9 +27,20 @@ std::int64_t millis(std::chrono::microseconds d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-// The first line of `text`, at most `max` bytes (cut on a UTF-8 boundary).
+// `text` with control characters other than newline and tab shown as '?', so
+// text from a model or a server cannot move the cursor or restyle a terminal.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) c = '?';
+  }
+  return text;
+}
+
+// The first line of `text`, printable, at most `max` bytes (cut on a UTF-8
+// boundary).
 std::string first_line(const std::string& text, std::size_t max) {
-  std::string line = text.substr(0, text.find('\n'));
+  std::string line = printable(text.substr(0, text.find('\n')));
   if (line.size() <= max) return line;
   std::size_t cut = max;
   while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
@@ -58,7 +69,9 @@ std::string arguments_preview(const ToolCall& call) {
 
 }  // namespace
 
-std::string call_preview(const ToolCall& call) { return call.name + "(" + arguments_preview(call) + ")"; }
+std::string call_preview(const ToolCall& call) {
+  return first_line(call.name, kPreviewChars) + "(" + arguments_preview(call) + ")";
+}
 
 namespace {
 
@@ -83,11 +96,12 @@ std::string number(double value) {
 // "✓ lookup 12 ms", "⏸ refund needs approval", "⊘ refund denied: <why>",
 // "✗ lookup: <error>".
 std::string finished_line(const ToolCallFinished& e, std::chrono::microseconds took, bool styled) {
-  if (e.outcome == "ok") return mark(styled, kGreen, "✓") + " " + e.name + " " + std::to_string(millis(took)) + " ms";
-  if (e.outcome == "awaiting_approval") return mark(styled, kYellow, "⏸") + " " + e.name + " needs approval";
+  const std::string name = first_line(e.name, kPreviewChars);
+  if (e.outcome == "ok") return mark(styled, kGreen, "✓") + " " + name + " " + std::to_string(millis(took)) + " ms";
+  if (e.outcome == "awaiting_approval") return mark(styled, kYellow, "⏸") + " " + name + " needs approval";
   if (e.outcome == "denied")
-    return mark(styled, kYellow, "⊘") + " " + e.name + " denied: " + first_line(e.text, kErrorChars);
-  return mark(styled, kRed, "✗") + " " + e.name + ": " + first_line(e.text, kErrorChars);
+    return mark(styled, kYellow, "⊘") + " " + name + " denied: " + first_line(e.text, kErrorChars);
+  return mark(styled, kRed, "✗") + " " + name + ": " + first_line(e.text, kErrorChars);
 }
 
 // The JSON line of each event type.
@@ -224,7 +238,7 @@ void Terminal::show_text(const Event& event, bool nested) {
                  [&](const TextDelta& e) {
                    if (nested) return;  // a sub-agent's text reaches the parent as its tool result
                    close_status();
-                   std::fputs(e.text.c_str(), out_);
+                   std::fputs((options_.text_on_terminal ? printable(e.text) : e.text).c_str(), out_);
                    std::fflush(out_);
                    text_open_ = !e.text.empty() && e.text.back() != '\n';
                    streamed_answer_ = true;
@@ -235,8 +249,9 @@ void Terminal::show_text(const Event& event, bool nested) {
                  [&](const ToolCallStarted& e) {
                    const std::string key = call_key(e.call.id, nested);
                    started_[key] = std::chrono::steady_clock::now();
-                   const std::string what =
-                       e.status.empty() || e.status == e.call.name ? call_preview(e.call) : e.status;
+                   const std::string what = e.status.empty() || e.status == e.call.name
+                                                ? call_preview(e.call)
+                                                : first_line(e.status, kErrorChars);
                    status(indent + mark(styled, kDim, "⋯") + " " + what, {}, key);
                  },
                  [&](const ToolSpan& e) { spans_[call_key(e.call_id, nested)] = e.duration; },
@@ -246,11 +261,11 @@ void Terminal::show_text(const Event& event, bool nested) {
                    started_.erase(key);
                    spans_.erase(key);
                  },
-                 [&](const Progress& e) { status(indent + "  · " + e.message, {}, {}); },
+                 [&](const Progress& e) { status(indent + "  · " + first_line(e.message, kErrorChars), {}, {}); },
                  [&](const McpProgress& e) {
                    std::string line = indent + "  · " + e.server + "/" + e.tool + " " + number(e.progress);
                    if (e.total) line += "/" + number(*e.total);
-                   if (!e.message.empty()) line += " " + e.message;
+                   if (!e.message.empty()) line += " " + first_line(e.message, kErrorChars);
                    status(line, {}, {});
                  },
                  [](const RunSuspended&) {},
@@ -321,7 +336,9 @@ void Terminal::outcome(const RunResult& result, const std::string& resume_comman
   end_text_line();
   switch (result.stop_reason) {
     case StopReason::answered:
-      if (!streamed_answer_) std::fputs((result.output + "\n").c_str(), out_);
+      if (!streamed_answer_) {
+        std::fputs(((options_.text_on_terminal ? printable(result.output) : result.output) + "\n").c_str(), out_);
+      }
       break;
     case StopReason::suspended: {
       std::string text = "Run " + result.state.run_id + " is waiting for approval:\n";
@@ -373,7 +390,9 @@ std::optional<Decisions> ask_decisions(const std::vector<ToolCall>& pending, std
   };
   Decisions decisions;
   for (const ToolCall& call : pending) {
-    std::fputs(("? " + call.name + " " + dump_line(call_json(call)["arguments"]) + "\n").c_str(), prompt);
+    std::fputs(
+        ("? " + first_line(call.name, kPreviewChars) + " " + dump_line(call_json(call)["arguments"]) + "\n").c_str(),
+        prompt);
     while (!decisions.contains(call.id)) {
       const auto choice = ask("  [a]pprove, [r]eject, [e]dit? ");
       if (!choice) return std::nullopt;

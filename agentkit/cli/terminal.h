@@ -59,7 +59,8 @@ class Terminal {
  public:
   struct Options {
     bool json = false;
-    bool styled = false;
+    bool styled = false;            // stderr is a terminal
+    bool text_on_terminal = false;  // stdout is a terminal: control characters in text show as '?'
   };
 
   explicit Terminal(Options options, std::FILE* out = stdout, std::FILE* err = stderr);

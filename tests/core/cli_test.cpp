@@ -452,7 +452,7 @@ TEST_CASE("on a terminal approval is asked for and the run continues in-process"
   shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-5"}}); });
   const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
   model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
-  model.enqueue(answer({"Refunded."}));
+  model.enqueue(answer({"Refunded.\x1b[2J"}));  // a control sequence in model text
 
   SECTION("edit: the arguments are asked for until they are a JSON object, and the edited call runs") {
     const Outcome r = run_on_terminal(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()},
@@ -465,7 +465,8 @@ TEST_CASE("on a terminal approval is asked for and the run continues in-process"
     CHECK(r.out.find("? refund {\"order_id\":\"A-1\"}") != std::string::npos);
     CHECK(r.out.find("not JSON: ") != std::string::npos);
     CHECK(r.out.find("not a JSON object") != std::string::npos);
-    CHECK(r.out.find("Refunded.") != std::string::npos);
+    CHECK(r.out.find("Refunded.?[2J") != std::string::npos);  // shown, not obeyed
+    CHECK(r.out.find("\x1b[2J") == std::string::npos);
     CHECK(r.out.find("\033[32m") != std::string::npos);  // styled status lines on a terminal
     REQUIRE(shop.requests().size() == 1);
     CHECK(shop.requests()[0].path == "/orders/B-2/refund");
