@@ -189,9 +189,10 @@ struct Driver {
 };
 
 // Decisions for a stored run's pending calls from --approve / --reject, plus
-// --yes or the terminal for the rest. Throws UsageError for an id that is not
-// pending, or for undecided calls with nobody to ask.
-Decisions decisions_for(const ResumeArgs& args, const std::vector<ToolCall>& pending) {
+// --yes or the terminal for the rest; nullopt when the terminal's input ended
+// first. Throws UsageError for an id that is not pending, or for undecided
+// calls with nobody to ask.
+std::optional<Decisions> decisions_for(const ResumeArgs& args, const std::vector<ToolCall>& pending) {
   Decisions decisions;
   auto require_pending = [&](const std::string& id) {
     if (std::none_of(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; })) {
@@ -216,7 +217,7 @@ Decisions decisions_for(const ResumeArgs& args, const std::vector<ToolCall>& pen
   if (undecided.empty()) return decisions;
   if (interactive(args.output)) {
     auto asked = ask_decisions(undecided, std::cin, stderr);
-    if (!asked) throw UsageError("no decision given; run " + args.run_id + " stays suspended");
+    if (!asked) return std::nullopt;
     decisions.merge(*asked);
     return decisions;
   }
@@ -330,8 +331,12 @@ int resume_command(const ResumeArgs& args) {
     Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
     ui.started(args.run_id, config.name, true);
     if (stored->phase == Phase::suspended) {
-      Decisions decisions = decisions_for(args, pending_calls(*stored));
-      return driver.finish(runtime->agent().start_resume(args.run_id, std::move(decisions), ctx));
+      auto decisions = decisions_for(args, pending_calls(*stored));
+      if (!decisions) {
+        ui.note("no decision given; run " + args.run_id + " stays suspended");
+        return static_cast<int>(g_interrupted ? Exit::cancelled : Exit::suspended);
+      }
+      return driver.finish(runtime->agent().start_resume(args.run_id, std::move(*decisions), ctx));
     }
     // Its process died mid-step: continue from the last checkpoint.
     ui.note("recovering run " + args.run_id + " from its last checkpoint");

@@ -234,6 +234,16 @@ const std::vector<std::pair<std::string, ParamType>> kParamTypes = {
 
 std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); }
 
+// A URL must be absolute http(s), without credentials (keys come from the
+// environment, never from the file).
+void check_url(const Section& section, const std::string& key, const std::string& url) {
+  try {
+    parse_url(url);
+  } catch (const UrlError& e) {
+    section.fail(key, std::string("is not a usable URL: ") + e.what());
+  }
+}
+
 fs::path relative_to(const fs::path& file, const std::string& path) {
   return fs::absolute(file.parent_path() / path).lexically_normal();
 }
@@ -301,6 +311,7 @@ class Loader {
   static void read_model(const Section& top, AgentConfig& config) {
     config.model = top.required<std::string>("model");
     if (auto base_url = top.get<std::string>("base_url")) {
+      check_url(top, "base_url", *base_url);
       if (config.model.find('@') != std::string::npos) {
         top.fail("base_url", "conflicts with the base URL already in the model ('" + config.model + "')");
       }
@@ -514,6 +525,7 @@ class Loader {
       }
       providers::McpHttpServer http;
       http.url = mcp.get<std::string>("url").value();
+      check_url(mcp, "url", http.url);
       http.headers = mcp.get_or<StringPairs>("headers", {});
       server.http = std::move(http);
     }

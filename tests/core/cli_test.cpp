@@ -746,6 +746,10 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     const auto missing = dir.write("m.yaml", "name: atlas\nprompt: hi\n");
     CHECK(run_cli(dir, {"validate", missing.string()}).err.find("m.yaml:1: missing required field 'model' in agent") !=
           std::string::npos);
+    const auto url = dir.write("u.yaml", "name: atlas\nmodel: openai/m\nbase_url: http://me:pw@example.com/v1\nprompt: hi\n");
+    const Outcome bad_url = run_cli(dir, {"validate", url.string()});
+    CHECK(bad_url.err.find("u.yaml:3: 'base_url' in agent is not a usable URL: credentials") != std::string::npos);
+    CHECK(bad_url.err.find("pw") == std::string::npos);
     const auto choice = dir.write("c.yaml", agent_yaml(model, "autonomy: sometimes\n"));
     const Outcome r = run_cli(dir, {"validate", choice.string()});
     CHECK(r.exit_code == 2);
