@@ -490,6 +490,36 @@ TEST_CASE("on a terminal approval is asked for and the run continues in-process"
   }
 }
 
+TEST_CASE("resume recovers a run whose process was killed mid-step", "[cli][recovery]") {
+  TempDir dir;
+  WireServer model;
+  WireServer::Response stall;
+  stall.fault = WireServer::Fault::stall;
+  model.enqueue(stall);
+  model.enqueue(answer({"Recovered answer."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+
+  const pid_t pid = spawn_cli(dir, {"run", file.string(), "Hi", "--json", "--store", dir.store()}, {}, "killed");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (model.requests().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(model.requests().size() == 1);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const auto lines = json_lines(read_file(dir.path / "killed.out"));
+  REQUIRE(!lines.empty());
+  REQUIRE(lines.front()["type"] == "run_started");
+  const std::string run_id = lines.front()["run_id"];
+
+  const Outcome r = run_cli(dir, {"resume", run_id, "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "Recovered answer.\n");
+  CHECK(r.err.find("recovering run " + run_id) != std::string::npos);
+  CHECK(model.requests().size() == 2);
+}
+
 TEST_CASE("the session option continues a conversation across invocations", "[cli]") {
   TempDir dir;
   WireServer model;
