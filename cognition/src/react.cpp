@@ -170,11 +170,14 @@ class ReActDriver final : public RunHandle::Driver {
   }
 
   // The final save, the ledger cleanup and the session update of a run that
-  // is over (or suspended). Failures are logged: the result stands.
+  // is over (or suspended). A run that lost its checkpoint to another process
+  // leaves all three to that process. Failures are logged: the result stands.
   void persist_end() {
+    if (!checkpoint_) return;
     try {
-      if (checkpoint_ && checkpoint_->save(st_) && st_.phase == Phase::done) checkpoint_->clear_ledger();
-      if (!st_.session.empty() && st_.phase == Phase::done && ctx_.store) {
+      if (!checkpoint_->save(st_) || st_.phase != Phase::done) return;
+      checkpoint_->clear_ledger();
+      if (!st_.session.empty() && ctx_.store) {
         append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
       }
     } catch (const std::exception& e) {
