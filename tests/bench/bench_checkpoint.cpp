@@ -25,24 +25,16 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "add_script.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using agentkit::state::SqliteStore;
 using agentkit::testing::FakeLLM;
-using agentkit::testing::Turn;
 namespace fs = std::filesystem;
 
 constexpr int kIterations = 10;
-
-std::vector<Turn> script(const std::string& tool) {
-  std::vector<Turn> turns;
-  for (int i = 0; i < kIterations; ++i) {
-    turns.push_back(Turn{.tool_calls = {{"call_" + std::to_string(i), tool, {{"a", i}, {"b", 1}}, {}}}});
-  }
-  turns.push_back(Turn{.content = "done"});
-  return turns;
-}
 
 // Median µs per run of `runs` runs of `agent` on stores made by `make_store`.
 double us_per_run(const agentkit::Agent& agent, const std::string& tool, int runs,
@@ -50,7 +42,7 @@ double us_per_run(const agentkit::Agent& agent, const std::string& tool, int run
   std::vector<double> samples;
   auto store = make_store();
   for (int r = 0; r < runs; ++r) {
-    auto llm = FakeLLM::script(script(tool));
+    auto llm = FakeLLM::script(add_script(kIterations, tool));
     llm->record_requests(false);
     auto ctx = agentkit::testing::make_test_ctx({.llm = llm});
     ctx.store = store;

@@ -41,6 +41,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "add_script.h"
+
 extern char** environ;
 
 namespace {
@@ -48,7 +50,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using agentkit::Json;
 using agentkit::testing::FakeLLM;
-using agentkit::testing::Turn;
 
 // The repetition policy; tests/bench/peers/harness.mjs uses the same numbers.
 constexpr int kWarmupIterations = 100;
@@ -100,16 +101,6 @@ double median(std::vector<double> v) {
 }
 
 // --- agentkit's side (the child process) ---
-
-std::vector<Turn> add_script(int k) {
-  std::vector<Turn> turns;
-  turns.reserve(static_cast<std::size_t>(k) + 1);
-  for (int i = 0; i < k; ++i) {
-    turns.push_back(Turn{.tool_calls = {{"call_" + std::to_string(i), "add", {{"a", i}, {"b", 1}}, {}}}});
-  }
-  turns.push_back(Turn{.content = "done"});
-  return turns;
-}
 
 int run_agentkit(int k, double process_origin_ms) {
   int calls = 0;

@@ -18,21 +18,12 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "add_script.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using agentkit::testing::FakeLLM;
-using agentkit::testing::Turn;
-
-std::vector<Turn> add_script(int k) {
-  std::vector<Turn> turns;
-  turns.reserve(static_cast<std::size_t>(k) + 1);
-  for (int i = 0; i < k; ++i) {
-    turns.push_back(Turn{.tool_calls = {{"call_" + std::to_string(i), "add", {{"a", i}, {"b", 1}}, {}}}});
-  }
-  turns.push_back(Turn{.content = "done"});
-  return turns;
-}
 
 // Stamps the time of every model call, so per-iteration costs can be read
 // off one run without touching the loop.
