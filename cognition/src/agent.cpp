@@ -40,6 +40,14 @@ std::string_view enum_name(const std::pair<E, std::string_view> (&table)[N], E v
 
 std::string_view to_string(StopReason reason) noexcept { return enum_name(kStopReasons, reason); }
 
+std::vector<ToolCall> RunState::pending_calls() const {
+  std::vector<ToolCall> calls;
+  for (const auto& call : batch) {
+    if (std::find(pending.begin(), pending.end(), call.id) != pending.end()) calls.push_back(call);
+  }
+  return calls;
+}
+
 Json RunState::to_json() const {
   Json history_json = Json::array();
   for (const auto& m : history) history_json.push_back(agentkit::to_json(m));
@@ -165,15 +173,7 @@ class SettledDriver final : public RunHandle::Driver {
     result_.error = state.error;
     result_.usage = state.usage;
     result_.iterations = state.iterations;
-    if (state.phase == Phase::suspended) {
-      Suspended s;
-      for (const auto& call : state.batch) {
-        if (std::find(state.pending.begin(), state.pending.end(), call.id) != state.pending.end()) {
-          s.pending.push_back(call);
-        }
-      }
-      result_.suspended = std::move(s);
-    }
+    if (state.phase == Phase::suspended) result_.suspended = Suspended{.pending = state.pending_calls()};
     result_.state = std::move(state);
   }
   bool poll() override { return true; }
@@ -210,7 +210,9 @@ bool Checkpoint::save(const RunState& state) {
   return true;
 }
 
-void Checkpoint::clear_ledger() const { static_cast<const state::StoreLedger&>(*ledger_).clear(); }
+std::shared_ptr<const CallLedger> Checkpoint::ledger() const noexcept { return ledger_; }
+
+void Checkpoint::clear_ledger() const { ledger_->clear(); }
 
 std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id) {
   auto entry = store.get(run_key(scope, run_id));

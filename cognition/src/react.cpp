@@ -153,20 +153,18 @@ class ReActDriver final : public RunHandle::Driver {
     throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
   }
 
-  // Saves the state at a step boundary; false (the run has failed) when the
-  // store refused it.
-  bool checkpoint() {
-    if (!checkpoint_) return true;
+  // Saves the state at a step boundary; the run fails when the store refuses.
+  void checkpoint() {
+    if (!checkpoint_) return;
     std::string problem;
     try {
-      if (checkpoint_->save(st_)) return true;
+      if (checkpoint_->save(st_)) return;
       problem = "run '" + st_.run_id + "' was taken over by another process; this one stopped advancing it";
     } catch (const std::exception& e) {
       problem = std::string("checkpoint failed: ") + e.what();
     }
     checkpoint_.reset();  // nothing more is written by this driver
     finish(StopReason::failed, problem);
-    return false;
   }
 
   // The final save, the ledger cleanup and the session update of a run that
@@ -502,12 +500,7 @@ class ReActDriver final : public RunHandle::Driver {
     if (parent_usage_) parent_usage_->add(result_.usage);
     result_.iterations = st_.iterations;
     if (reason == StopReason::suspended) {
-      Suspended s;
-      for (const auto& id : st_.pending) {
-        for (const auto& call : st_.batch) {
-          if (call.id == id) s.pending.push_back(call);
-        }
-      }
+      Suspended s{.pending = st_.pending_calls()};
       ctx_.emit(RunSuspended{s.pending});
       result_.suspended = std::move(s);
     }

@@ -19,6 +19,10 @@
 
 namespace agentkit {
 
+namespace state {
+class StoreLedger;  // <agentkit/state/ledger.h>
+}
+
 enum class StopReason { answered, suspended, max_iterations, budget_exhausted, cancelled, failed };
 std::string_view to_string(StopReason reason) noexcept;
 
@@ -79,6 +83,9 @@ struct RunState {
   std::string output;
   std::string error;
 
+  // The batch's calls awaiting a decision, in call order.
+  std::vector<ToolCall> pending_calls() const;
+
   Json to_json() const;
   // Throws std::invalid_argument for a malformed document or a newer version.
   static RunState from_json(const Json& j);
@@ -121,7 +128,7 @@ class Checkpoint {
   std::int64_t version() const noexcept { return version_; }
   const std::string& run_id() const noexcept { return run_id_; }
   // The ledger for this run's side-effecting calls, and dropping its records.
-  const std::shared_ptr<const CallLedger>& ledger() const noexcept { return ledger_; }
+  std::shared_ptr<const CallLedger> ledger() const noexcept;
   void clear_ledger() const;
 
  private:
@@ -129,7 +136,7 @@ class Checkpoint {
   std::string key_;
   std::string run_id_;
   std::int64_t version_;
-  std::shared_ptr<const CallLedger> ledger_;
+  std::shared_ptr<const state::StoreLedger> ledger_;
 };
 
 // The stored state of a run, or nullopt. Throws CheckpointError when unreadable.
