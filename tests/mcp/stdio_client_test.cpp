@@ -356,6 +356,11 @@ TEST_CASE("stdio: notifications/tools/list_changed re-lists the tools") {
   REQUIRE_FALSE(has_added());
   CHECK(client->call_tool("change_tools", Json::object()).text() == "changed");
   REQUIRE(mcp_test::eventually(has_added));
+  // The callback runs after the new list is published, on the reader thread.
+  REQUIRE(mcp_test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return !announced.empty();
+  }));
   {
     std::lock_guard lock(mutex);
     CHECK(announced.size() == 20);
