@@ -176,6 +176,7 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
   AgentOptions agent_options;
   agent_options.max_iterations = config.max_iterations;
   agent_options.max_repairs = config.max_repairs;
+  agent_options.pricing = config.pricing;
   return std::make_shared<const Agent>(
       config.name, key, prompt, std::make_shared<const cognition::ReActCognition>(std::move(registry)), agent_options);
 }

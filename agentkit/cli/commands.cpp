@@ -328,6 +328,7 @@ int resume_command(const ResumeArgs& args) {
     auto nested = std::make_shared<NestedEvents>();
     const auto runtime = start_runtime(config);
     RunContext ctx = runtime->context(store, nested);
+    charge_spent(*ctx.budget, *stored);  // the budget covers the whole run, not each invocation
     Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
     ui.started(args.run_id, config.name, true);
     if (stored->phase == Phase::suspended) {

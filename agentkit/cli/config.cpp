@@ -276,7 +276,7 @@ class Loader {
   AgentConfig read(const fs::path& file, const YAML::Node& root) {
     const Section top(file, root, "agent",
                       {"name", "description", "model", "base_url", "api_key_env", "prompt", "prompt_file", "autonomy",
-                       "limits", "budget", "session", "egress", "tools"});
+                       "limits", "budget", "pricing", "session", "egress", "tools"});
     AgentConfig config;
     config.file = file;
     config.name = top.required<std::string>("name");
@@ -289,10 +289,17 @@ class Loader {
         Autonomy::automatic);
     if (top.has("limits"))
       read_limits(Section(file, top.node("limits"), "limits", {"max_iterations", "max_repairs"}), config);
+    if (top.has("pricing")) {
+      read_pricing(Section(file, top.node("pricing"), "pricing", {"input_usd_per_mtok", "output_usd_per_mtok"}),
+                   config);
+    }
     if (top.has("budget")) {
-      read_budget(
-          Section(file, top.node("budget"), "budget", {"steps", "tool_calls", "tokens", "cost_usd", "wall_time_s"}),
-          config);
+      const Section budget(file, top.node("budget"), "budget",
+                           {"steps", "tool_calls", "tokens", "cost_usd", "wall_time_s"});
+      read_budget(budget, config);
+      if (config.budget.cost_usd && !config.pricing) {
+        budget.fail("cost_usd", "needs 'pricing: {input_usd_per_mtok, output_usd_per_mtok}', the model's prices");
+      }
     }
     config.session = top.get_or<std::string>("session", {});
     config.egress = top.get_or<std::vector<std::string>>("egress", {});
@@ -359,6 +366,11 @@ class Loader {
     config.budget.tokens = positive("tokens");
     config.budget.cost_usd = budget.get<double>("cost_usd");
     if (auto wall = budget.get<double>("wall_time_s")) config.budget.wall_time = seconds(*wall);
+  }
+
+  static void read_pricing(const Section& pricing, AgentConfig& config) {
+    config.pricing = Pricing{.input_usd_per_mtok = pricing.required<double>("input_usd_per_mtok"),
+                             .output_usd_per_mtok = pricing.required<double>("output_usd_per_mtok")};
   }
 
   void note_ignored_fields(const Section& top, AgentConfig& config) const {

@@ -12,6 +12,7 @@
 //   autonomy: gated                    # manual | gated | automatic (default)
 //   limits: {max_iterations: 10, max_repairs: 3}
 //   budget: {steps: 20, tool_calls: 40, tokens: 200000, cost_usd: 1.5, wall_time_s: 300}
+//   pricing: {input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}   # needed by cost_usd
 //   session: support-desk              # optional: continue this conversation across runs
 //   egress: [https://api.example.com, "http://127.0.0.1:8080"]   # where REST tools may connect
 //   tools:
@@ -62,6 +63,7 @@
 #include <string>
 #include <vector>
 
+#include <agentkit/agent.h>
 #include <agentkit/context.h>
 #include <agentkit/providers/mcp.h>
 #include <agentkit/skills.h>
@@ -126,6 +128,7 @@ struct AgentConfig {
   int max_iterations = 10;
   int max_repairs = 3;
   BudgetLimits budget;
+  std::optional<Pricing> pricing;  // USD per million tokens; required by budget.cost_usd
   std::string session;
   std::vector<std::string> egress;  // allowlist rules, each checked by EgressRule::parse
 

@@ -62,6 +62,7 @@ Definition (the README lists every field):
   autonomy: gated                    # manual | gated | automatic
   limits: {max_iterations: 10, max_repairs: 3}
   budget: {steps: 20, tool_calls: 40, tokens: 200000, cost_usd: 1.5, wall_time_s: 300}
+  pricing: {input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}   # needed by cost_usd
   egress: [https://api.example.com]
   tools:
     - rest: {name: ..., description: ..., url: ..., side_effecting: false, params: [...]}

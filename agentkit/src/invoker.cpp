@@ -58,6 +58,14 @@ bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
 
 namespace {
 
+ToolResult call_tool(const ToolRequest& request, RunContext& ctx) {
+  try {
+    return ToolResult::ok(request.tool->run(request.arguments, ctx));
+  } catch (const OutcomeUnknownError& e) {
+    return ToolResult::outcome_unknown(e.what());
+  }
+}
+
 // A side-effecting call with a ledger: answered from the record when there
 // is one, otherwise run between an intent and an outcome record.
 ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
@@ -75,7 +83,7 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
   };
   ToolResult result;
   try {
-    result = ToolResult::ok(request.tool->run(request.arguments, ctx));
+    result = call_tool(request, ctx);
   } catch (...) {
     record(ToolResult::error(failure_text(std::current_exception())));
     throw;
@@ -89,7 +97,7 @@ ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
   if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
   ctx.call_key = request.ledger_key;
   if (request.ledger && request.effectively_side_effecting()) return run_recorded(request, ctx);
-  return ToolResult::ok(request.tool->run(request.arguments, ctx));
+  return call_tool(request, ctx);
 }
 
 }  // namespace

@@ -64,6 +64,8 @@ Json RunState::to_json() const {
           {"phase", enum_name(kPhases, phase)},
           {"history", std::move(history_json)},
           {"iterations", iterations},
+          {"tool_calls", tool_calls},
+          {"cost_usd", cost_usd},
           {"repairs", repairs},
           {"batch", std::move(batch_json)},
           {"outcomes", std::move(outcomes_json)},
@@ -113,6 +115,10 @@ RunState RunState::from_json(const Json& j) {
       if (s.session_base < 0 || static_cast<std::size_t>(s.session_base) > s.history.size()) {
         throw std::invalid_argument("run state: session_base is out of range");
       }
+    }
+    if (version >= 3) {
+      s.tool_calls = j.at("tool_calls").get<int>();
+      s.cost_usd = j.at("cost_usd").get<double>();
     }
     s.usage = usage_from_json(j.at("usage"));
     s.stop_reason = parse_enum(kStopReasons, j.at("stop_reason").get<std::string>(), "stop reason");
@@ -218,6 +224,19 @@ std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::s
   auto entry = store.get(run_key(scope, run_id));
   if (!entry) return std::nullopt;
   return parse_checkpoint(run_id, entry->value);
+}
+
+void charge_spent(Budget& budget, const RunState& state) {
+  for (int i = 0; i < state.iterations; ++i) budget.charge_model_step();
+  budget.charge_tool_calls(state.tool_calls);
+  budget.charge_tokens(state.usage);
+  budget.charge_cost(state.cost_usd);
+}
+
+double Pricing::cost(const Usage& usage) const noexcept {
+  return (static_cast<double>(usage.input_tokens) * input_usd_per_mtok +
+          static_cast<double>(usage.output_tokens) * output_usd_per_mtok) /
+         1e6;
 }
 
 std::vector<std::string> interrupted_runs(state::Store& store, const Scope& scope) {

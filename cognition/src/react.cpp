@@ -275,6 +275,11 @@ class ReActDriver final : public RunHandle::Driver {
     st_.usage += response.usage;
     ctx_.usage->add(response.usage);
     ctx_.budget->charge_tokens(response.usage);
+    if (const auto& pricing = agent_.options().pricing) {
+      const double cost = pricing->cost(response.usage);
+      st_.cost_usd += cost;
+      ctx_.budget->charge_cost(cost);
+    }
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
     Message message = std::move(response.message);
     message.role = Role::assistant;
@@ -367,6 +372,7 @@ class ReActDriver final : public RunHandle::Driver {
     }
     calls_ = std::make_shared<std::vector<CallSlot>>(to_run.size());
     call_index_ = to_run;
+    st_.tool_calls += static_cast<int>(to_run.size());
     for (std::size_t k = 0; k < to_run.size(); ++k) {
       const ToolCall& call = st_.batch[to_run[k]];
       ToolPtr tool = cognition_.tools().find(call.name);

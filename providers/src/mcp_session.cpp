@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/errors.h>
+#include <agentkit/invoker.h>
 #include <agentkit/providers/mcp.h>
 
 #include "mcp_detail.h"
@@ -253,7 +254,16 @@ class McpTool final : public Tool {
     if (!session) {
       throw McpError(McpError::Kind::disconnected, "MCP tool '" + info_.name + "' is unavailable: its client was closed");
     }
-    McpCallResult result = session->call_tool(info_.name, arguments, &ctx, std::nullopt);
+    McpCallResult result;
+    try {
+      result = session->call_tool(info_.name, arguments, &ctx, std::nullopt);
+    } catch (const McpError& e) {
+      // The server has the call and may have acted on it before going quiet.
+      if (e.kind() == McpError::Kind::timeout && side_effecting_for(arguments)) {
+        throw OutcomeUnknownError(std::string(e.what()) + "; it may or may not have taken effect, so it was not retried");
+      }
+      throw;
+    }
     if (result.is_error) throw McpToolError(info_.name, result.text(), result.raw);
     return result.value();
   }

@@ -16,6 +16,7 @@
 #include <agentkit/egress.h>
 #include <agentkit/errors.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/invoker.h>
 #include <agentkit/schema.h>
 
 namespace agentkit {
@@ -176,6 +177,11 @@ void redact(Json& value, const std::vector<std::string>& secrets) {
 [[noreturn]] void fail(std::string message, const std::vector<std::string>& secrets) {
   redact(message, secrets);
   throw std::runtime_error(message);
+}
+
+[[noreturn]] void fail_outcome_unknown(std::string message, const std::vector<std::string>& secrets) {
+  redact(message, secrets);
+  throw OutcomeUnknownError(message);
 }
 
 // Reports a problem by throwing; never returns.
@@ -594,10 +600,12 @@ HttpResponse RestTool::send(const HttpRequest& request, const Prepared& prepared
     } catch (const ProviderError& e) {
       if (e.code() == ErrorCode::cancelled || !e.retryable() || n >= attempts) {
         const bool maybe_sent = e.code() == ErrorCode::timeout || e.code() == ErrorCode::unavailable;
-        fail(std::string(e.what()) + (!retry_safe && maybe_sent && e.code() != ErrorCode::cancelled
-                                          ? "; the request may or may not have taken effect, so it was not retried"
-                                          : ""),
-             prepared.secrets);
+        if (!retry_safe && maybe_sent) {
+          fail_outcome_unknown(
+              std::string(e.what()) + "; the request may or may not have taken effect, so it was not retried",
+              prepared.secrets);
+        }
+        fail(e.what(), prepared.secrets);
       }
     }
     const milliseconds backoff = def_.retry_delay * (1LL << std::min(n - 1, 20));

@@ -446,6 +446,25 @@ TEST_CASE("a run that needs approval suspends off a terminal and resume continue
   }
 }
 
+TEST_CASE("the budget covers the whole run: a resume does not start the count again", "[cli][approval]") {
+  TempDir dir;
+  WireServer model, shop;
+  model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
+  model.enqueue(calls({{"c2", "refund", {{"order_id", "A-2"}}}}));
+  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-9"}}); });
+  const auto file = dir.write("limited.yaml", agent_yaml(model, "budget: {steps: 2}\ntools:\n" + refund_tool(shop)));
+
+  const Outcome first = run_cli(dir, {"run", file.string(), "Refund orders A-1 and A-2", "--store", dir.store()});
+  REQUIRE(first.exit_code == 3);
+  // The resume takes the run's second and last step; counted from zero, the
+  // second refund would suspend for approval (exit 3) instead.
+  const Outcome second = run_cli(dir, {"resume", run_id_in(first.out), "--approve", "all", "--store", dir.store()});
+  CHECK(second.exit_code == 5);
+  CHECK(second.err.find("model_steps limit 2 reached") != std::string::npos);
+  CHECK(shop.requests().size() == 1);  // the approved refund ran
+  CHECK(model.requests().size() == 2);
+}
+
 TEST_CASE("on a terminal approval is asked for and the run continues in-process", "[cli][approval][tty]") {
   TempDir dir;
   WireServer model, shop;
@@ -708,6 +727,17 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     CHECK(r.exit_code == 5);
     CHECK(r.err.find("tool_calls") != std::string::npos);
   }
+  SECTION("budget_exhausted by cost under the definition's pricing: 5") {
+    for (int i = 0; i < 3; ++i) model.enqueue(calls({{"v" + std::to_string(i), "memory", view}}));
+    // Each model reply reports 40 input and 9 output tokens: $0.04 at these prices.
+    const auto file = dir.write(
+        "a.yaml", agent_yaml(model, memory + "budget: {cost_usd: 0.05}\n"
+                                            "pricing: {input_usd_per_mtok: 1000, output_usd_per_mtok: 0}\n"));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Look around", "--store", dir.store()});
+    CHECK(r.exit_code == 5);
+    CHECK(r.err.find("cost limit reached") != std::string::npos);
+    CHECK(model.requests().size() == 2);
+  }
   SECTION("failed: 1") {
     model.enqueue(json_response({{"error", {{"message", "model not found"}, {"type", "invalid_request_error"}}}}, 404));
     const auto file = dir.write("a.yaml", agent_yaml(model));
@@ -751,7 +781,7 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(file.string() + ":6: unknown field 'promt' in agent; accepted fields: api_key_env, autonomy, "
-                                     "base_url, budget, description, egress, limits, model, name, prompt, prompt_file, "
+                                     "base_url, budget, description, egress, limits, model, name, pricing, prompt, prompt_file, "
                                      "session, tools") != std::string::npos);
     CHECK(model.requests().empty());
   }
@@ -785,6 +815,17 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("c.yaml:6: 'autonomy' in agent must be one of manual, gated, automatic, not 'sometimes'") !=
           std::string::npos);
+  }
+  SECTION("a cost budget without the model's prices") {
+    const auto file = dir.write("p.yaml", agent_yaml(model, "budget: {steps: 5, cost_usd: 1.5}\n"));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("p.yaml:6: 'cost_usd' in budget needs 'pricing: {input_usd_per_mtok, output_usd_per_mtok}'") !=
+          std::string::npos);
+    const auto negative = dir.write(
+        "n.yaml", agent_yaml(model, "pricing: {input_usd_per_mtok: -1, output_usd_per_mtok: 2}\n"));
+    CHECK(run_cli(dir, {"validate", negative.string()})
+              .err.find("n.yaml:6: 'input_usd_per_mtok' in pricing must not be negative") != std::string::npos);
   }
   SECTION("a sub-agent that leads back to its parent") {
     dir.write(

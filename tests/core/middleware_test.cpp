@@ -21,6 +21,8 @@
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
 
+#include "../helpers/timing.h"
+
 using agentkit::AuditRecord;
 using agentkit::Invoker;
 using agentkit::Json;
@@ -540,21 +542,25 @@ TEST_CASE("retry(): cancellation stops further attempts and cuts the backoff sho
 TEST_CASE("retry(): backoff stays within max_delay", "[middleware]") {
   auto lookup =
       probe("lookup", {.side_effecting = false}, [](int) -> std::string { throw RetryableToolError("busy"); });
-  Invoker invoker({agentkit::retry({.max_attempts = 6, .base_delay = 5ms, .max_delay = 10ms})});
+  Invoker invoker({agentkit::retry({.max_attempts = 12, .base_delay = 5ms, .max_delay = 10ms})});
   auto ctx = run_ctx();
   const auto start = Clock::now();
 
   CHECK_THROWS_AS(invoker.invoke_tool(lookup.request(), ctx), RetryableToolError);
 
-  CHECK(*lookup.runs == 6);
-  CHECK(elapsed_since(start) < 250ms);  // at most 5 sleeps of <= 10 ms, plus slack
+  CHECK(*lookup.runs == 12);
+  // At most 11 sleeps of <= 10 ms. Uncapped, the jittered delays would double
+  // up to 5 s and sum to about 5 s on average.
+  CHECK(elapsed_since(start) < agentkit_test::latency_bound(500ms));
 }
 
 // -------------------------------------------------------------------- timeout
 
 TEST_CASE("timeout(): a slow read-only call is a retryable error at the limit", "[middleware]") {
-  auto lookup = probe("slow_lookup", {.side_effecting = false}, [](int) {
-    std::this_thread::sleep_for(200ms);
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto lookup = probe("slow_lookup", {.side_effecting = false}, [release](int) {
+    const auto until = Clock::now() + 5s;  // a call that waited for the body would take this long
+    while (!*release && Clock::now() < until) std::this_thread::sleep_for(1ms);
     return std::string("late");
   });
   Invoker invoker({agentkit::timeout(30ms)});
@@ -563,7 +569,8 @@ TEST_CASE("timeout(): a slow read-only call is a retryable error at the limit", 
 
   auto result = invoker.invoke_tool(lookup.request(), ctx);
 
-  CHECK(elapsed_since(start) < 150ms);
+  CHECK(elapsed_since(start) < agentkit_test::latency_bound(150ms));
+  *release = true;
   CHECK(result.status == Status::error);
   CHECK(result.retryable);
   CHECK(result.text == "tool 'slow_lookup' timed out after 30 ms");

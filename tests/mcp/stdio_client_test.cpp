@@ -238,20 +238,20 @@ TEST_CASE("stdio: a timed-out request is cancelled on the server and its late re
   auto client = connect(fake_server(), named("fake", log.logger()));
   const auto start = std::chrono::steady_clock::now();
   try {
-    client->call_tool("slow", {{"ms", 600}}, nullptr, 100ms);
+    client->call_tool("slow", {{"ms", 1500}}, nullptr, 100ms);
     FAIL("no timeout");
   } catch (const McpError& e) {
     CHECK(e.kind() == McpError::Kind::timeout);
     CHECK_THAT(e.what(), Catch::Contains("no answer to tools/call within 100 ms"));
   }
-  CHECK(std::chrono::steady_clock::now() - start < 590ms);
+  CHECK(std::chrono::steady_clock::now() - start < 1400ms);  // not the server's 1500 ms
 
   const Json cancelled = client->call_tool("cancellations", Json::object()).structured["cancelled"];
   REQUIRE(cancelled.size() == 1);
   CHECK(cancelled[0]["requestId"].is_number_integer());
   CHECK(cancelled[0]["reason"] == "timed out");
 
-  // The server answers "slept 600 ms" later; it must not be taken for another call's answer.
+  // The server answers "slept 1500 ms" later; it must not be taken for another call's answer.
   REQUIRE(mcp_test::eventually([&] { return log.text().find("dropping a response") != std::string::npos; }));
   CHECK(client->call_tool("echo", {{"text", "after"}}).text() == "after");
 }
@@ -265,6 +265,25 @@ TEST_CASE("stdio: a server that never answers times out; a cancelled token stops
     } catch (const McpError& e) {
       CHECK(e.kind() == McpError::Kind::timeout);
     }
+  }
+  SECTION("as a tool: a timed-out side-effecting call is outcome_unknown, a read-only one an error") {
+    McpClientOptions options;
+    options.request_timeout = 200ms;
+    auto quick = connect(fake_server(), options);
+    Invoker invoker({error_boundary()});
+    auto ctx = testing::make_test_ctx();
+    ctx.autonomy = Autonomy::automatic;
+    const auto hang = find_tool(*quick, "hang");  // no annotations: side-effecting
+    REQUIRE(hang->side_effecting());
+    const ToolResult unknown = invoker.invoke_tool({.call_id = "c1", .name = hang->name(), .tool = hang}, ctx);
+    CHECK(unknown.status == ToolResult::Status::outcome_unknown);
+    CHECK_THAT(unknown.text, Catch::Contains("within 200 ms") && Catch::Contains("may or may not have taken effect"));
+
+    const auto slow = find_tool(*quick, "slow");  // readOnlyHint
+    const ToolResult error =
+        invoker.invoke_tool({.call_id = "c2", .name = slow->name(), .arguments = {{"ms", 1000}}, .tool = slow}, ctx);
+    CHECK(error.status == ToolResult::Status::error);
+    CHECK_THAT(error.text, Catch::Contains("within 200 ms") && !Catch::Contains("may or may not"));
   }
   SECTION("the tool honours ctx.cancellation and notifies the server") {
     auto ctx = testing::make_test_ctx();

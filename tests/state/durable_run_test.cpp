@@ -184,6 +184,27 @@ TEST_CASE("resume by run id in a fresh runtime: approve, and only once", "[durab
     CHECK_THROWS_AS(agent.resume(*stale, {{"c1", Decision::approve()}}, ctx), agentkit::RunAlreadyResumed);
     CHECK(counter.runs == 0);
   }
+  SECTION("a fresh budget charged with what the run spent keeps the run's limits") {
+    const auto stored = agentkit::load_run(*store, ctx.scope, run_id);
+    REQUIRE(stored);
+    auto next = FakeLLM::script({Turn{.tool_calls = {call("c2", "refund", {{"what", "A-2"}})}}});
+    auto local = make_test_ctx({.llm = next, .store = store});
+    local.budget = std::make_shared<agentkit::Budget>(agentkit::BudgetLimits{.model_steps = 2});
+    agentkit::charge_spent(*local.budget, *stored);
+    CHECK(local.budget->model_steps() == 1);
+    CHECK(local.budget->tokens() == 15);    // the first turn's 10 + 5
+    CHECK(local.budget->tool_calls() == 1);  // the refund, sent once to find it needs approval
+    // The approved call runs and the model takes the second and last step;
+    // counted from zero, its new call would suspend for approval instead.
+    auto resumed = agent.resume(run_id, {{"c1", Decision::approve()}}, local);
+    CHECK(resumed.stop_reason == StopReason::budget_exhausted);
+    CHECK(counter.runs == 1);
+    CHECK(next->calls() == 1);
+    agentkit::Budget after;
+    agentkit::charge_spent(after, resumed.state);
+    CHECK(after.model_steps() == 2);
+    CHECK(after.tool_calls() == 2);  // the refund again, approved; the second call never ran
+  }
   SECTION("recovering a suspended run leaves it suspended: no approval is bypassed") {
     auto recovered = agent.recover(run_id, ctx);
     CHECK(recovered.stop_reason == StopReason::suspended);
@@ -226,7 +247,7 @@ TEST_CASE("a version-1 checkpoint still resumes", "[durable][state]") {
   REQUIRE(suspended.stop_reason == StopReason::suspended);
   Json v1 = suspended.state.to_json();
   v1["version"] = 1;
-  for (const char* field : {"approved", "session", "session_base"}) v1.erase(field);
+  for (const char* field : {"approved", "session", "session_base", "tool_calls", "cost_usd"}) v1.erase(field);
   const std::string key = agentkit::state::scoped_key(first.scope, "runs/" + suspended.state.run_id);
   store->put(key, v1.dump());
 

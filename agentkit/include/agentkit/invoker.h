@@ -94,6 +94,15 @@ class RetryableToolError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by a tool that cannot tell whether its effect happened (a request
+// timed out after it was sent). The end of the chain turns it into an
+// outcome_unknown result: never retried, recorded as such by a durable run,
+// and shown to the model as the exception's message.
+class OutcomeUnknownError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Whether a call must pause for a human decision under `tier`.
 bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept;
 
@@ -104,7 +113,8 @@ bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept;
 // under ctx.autonomy and is not `approved` returns awaiting_approval without
 // running, whatever the middleware. It also consults the request's ledger
 // for side-effecting calls, so a recorded call is never run again. A Tool::run that returns normally is
-// `ok`; exceptions propagate to the middleware (see error_boundary()).
+// `ok`, one that throws OutcomeUnknownError is `outcome_unknown`; other
+// exceptions propagate to the middleware (see error_boundary()).
 //
 // Example:
 //   auto invoker = std::make_shared<agentkit::Invoker>(std::vector<agentkit::Middleware>{

@@ -61,7 +61,7 @@ struct CallOutcome {
 // Serialised as versioned JSON: this agentkit reads every earlier version and
 // refuses a newer one with a clear error.
 struct RunState {
-  static constexpr int kVersion = 2;
+  static constexpr int kVersion = 3;
 
   std::string run_id;
   std::string agent;
@@ -69,6 +69,8 @@ struct RunState {
   Phase phase = Phase::ask_model;
   std::vector<Message> history;  // user task first; the prompt is the agent's
   int iterations = 0;            // model calls made
+  int tool_calls = 0;            // calls sent to the invoker (v3; what metering() charges)
+  double cost_usd = 0;           // model calls' cost under AgentOptions::pricing (v3)
   int repairs = 0;               // consecutive turns with a bad call
   // The current batch (the last assistant message's calls) and the outcomes
   // known so far, in call order.
@@ -141,6 +143,11 @@ class Checkpoint {
 
 // The stored state of a run, or nullopt. Throws CheckpointError when unreadable.
 std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id);
+// Charges `budget` with what a stored run has spent so far: its model steps,
+// the tool calls it sent to the invoker, its tokens and its cost. Meant for a fresh Budget in a
+// process that resumes or recovers the run, so that suspending and resuming
+// cannot lift the run's limits. Wall time is not carried over.
+void charge_spent(Budget& budget, const RunState& state);
 // Runs whose last checkpoint is mid-step (asking the model or acting): what a
 // restarted process recovers with Agent::recover(). Suspended and finished
 // runs are not listed.
@@ -224,11 +231,23 @@ OutputSpec output_type() {
 // for truncation and summarisation that keep tool calls with their results).
 using HistoryPolicy = std::function<std::vector<Message>(std::vector<Message>)>;
 
+// What the agent's model costs, in USD per million tokens. Cached input
+// tokens are charged at the input rate (an upper bound).
+struct Pricing {
+  double input_usd_per_mtok = 0;
+  double output_usd_per_mtok = 0;
+
+  double cost(const Usage& usage) const noexcept;
+};
+
 struct AgentOptions {
   int max_iterations = 10;  // model calls per run
   int max_repairs = 3;      // consecutive turns with bad calls before failing
   std::optional<OutputSpec> output;
   HistoryPolicy history_policy;  // applied to session history; null keeps everything
+  // Set: every model call charges its cost to ctx.budget (which is what
+  // BudgetLimits::cost_usd limits) and to RunState::cost_usd.
+  std::optional<Pricing> pricing;
 };
 
 struct RunOptions {
