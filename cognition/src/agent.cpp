@@ -1,6 +1,7 @@
 #include <agentkit/agent.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include <agentkit/cognition/react.h>
@@ -48,36 +49,47 @@ std::vector<ToolCall> RunState::pending_calls() const {
   return calls;
 }
 
-Json RunState::to_json() const {
-  Json history_json = Json::array();
-  for (const auto& m : history) history_json.push_back(agentkit::to_json(m));
+namespace {
+
+Json messages_json(const std::vector<Message>& messages, std::size_t from) {
+  Json out = Json::array();
+  for (std::size_t i = from; i < messages.size(); ++i) out.push_back(agentkit::to_json(messages[i]));
+  return out;
+}
+
+// The state as a document whose "history" is `history_json`.
+Json document(const RunState& s, Json history_json) {
   Json batch_json = Json::array();
-  for (const auto& c : batch) batch_json.push_back(agentkit::to_json(c));
+  for (const auto& c : s.batch) batch_json.push_back(agentkit::to_json(c));
   Json outcomes_json = Json::array();
-  for (const auto& o : outcomes) {
+  for (const auto& o : s.outcomes) {
     outcomes_json.push_back(o ? Json{{"text", o->text}, {"is_error", o->is_error}, {"outcome", o->outcome}} : Json());
   }
-  return {{"version", kVersion},
-          {"run_id", run_id},
-          {"agent", agent},
-          {"task", task},
-          {"phase", enum_name(kPhases, phase)},
+  return {{"version", RunState::kVersion},
+          {"run_id", s.run_id},
+          {"agent", s.agent},
+          {"task", s.task},
+          {"phase", enum_name(kPhases, s.phase)},
           {"history", std::move(history_json)},
-          {"iterations", iterations},
-          {"tool_calls", tool_calls},
-          {"cost_usd", cost_usd},
-          {"repairs", repairs},
+          {"iterations", s.iterations},
+          {"tool_calls", s.tool_calls},
+          {"cost_usd", s.cost_usd},
+          {"repairs", s.repairs},
           {"batch", std::move(batch_json)},
           {"outcomes", std::move(outcomes_json)},
-          {"pending", pending},
-          {"approved", approved},
-          {"session", session},
-          {"session_base", session_base},
-          {"usage", agentkit::to_json(usage)},
-          {"stop_reason", enum_name(kStopReasons, stop_reason)},
-          {"output", output},
-          {"error", error}};
+          {"pending", s.pending},
+          {"approved", s.approved},
+          {"session", s.session},
+          {"session_base", s.session_base},
+          {"usage", agentkit::to_json(s.usage)},
+          {"stop_reason", enum_name(kStopReasons, s.stop_reason)},
+          {"output", s.output},
+          {"error", s.error}};
 }
+
+}  // namespace
+
+Json RunState::to_json() const { return document(*this, messages_json(history, 0)); }
 
 RunState RunState::from_json(const Json& j) {
   try {
@@ -160,12 +172,72 @@ std::string run_key(const Scope& scope, std::string_view run_id) {
   return state::scoped_key(scope, "runs/" + std::string(run_id));
 }
 
-RunState parse_checkpoint(std::string_view run_id, const std::string& text) {
-  try {
-    return RunState::from_json(Json::parse(text));
-  } catch (const std::exception& e) {
-    throw CheckpointError("checkpoint of run '" + std::string(run_id) + "' is unreadable: " + e.what());
+std::string segment_prefix(const Scope& scope, std::string_view run_id) {
+  return state::scoped_key(scope, "run-history/" + std::string(run_id) + "#");
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// A cheap estimate of a message's JSON size: enough to decide when to seal.
+std::size_t approximate_size(const Message& m) {
+  std::size_t size = 64 + m.content.size();
+  for (const auto& call : m.tool_calls) {
+    size += 32 + call.id.size() + call.name.size() +
+            (call.arguments_text.empty() ? call.arguments.dump().size() : call.arguments_text.size());
   }
+  return size;
+}
+
+// A stored run: its state (with the sealed history read back in), the
+// document's version and where its sealed history lies.
+struct StoredRun {
+  RunState state;
+  std::int64_t version = 0;
+  SealedHistory sealed;
+};
+
+StoredRun read_run(state::Store& store, const Scope& scope, std::string_view run_id, const state::Entry& entry) {
+  const auto unreadable = [&](const std::string& why) {
+    return CheckpointError("checkpoint of run '" + std::string(run_id) + "' is unreadable: " + why);
+  };
+  try {
+    Json doc = Json::parse(entry.value);
+    StoredRun run{.version = entry.version};
+    if (doc.is_object() && doc.contains("history_segments")) {
+      const std::string prefix = segment_prefix(scope, run_id);
+      Json history = Json::array();
+      for (const auto& name : doc.at("history_segments")) {
+        const std::string key = prefix + name.get<std::string>();
+        auto segment = store.get(key);
+        if (!segment) throw unreadable("its history segment '" + key + "' is missing");
+        Json messages = Json::parse(segment->value);
+        if (!messages.is_array()) throw unreadable("its history segment '" + key + "' is not a list of messages");
+        for (auto& m : messages) history.push_back(std::move(m));
+        run.sealed.segments.push_back(name.get<std::string>());
+      }
+      run.sealed.messages = history.size();
+      if (doc.at("history_sealed").get<std::size_t>() != run.sealed.messages) {
+        throw unreadable("its history segments hold " + std::to_string(run.sealed.messages) + " messages, not " +
+                         std::to_string(doc.at("history_sealed").get<std::size_t>()));
+      }
+      for (auto& m : doc.at("history")) history.push_back(std::move(m));
+      doc["history"] = std::move(history);
+      doc.erase("history_segments");
+      doc.erase("history_sealed");
+    }
+    run.state = RunState::from_json(doc);
+    return run;
+  } catch (const std::invalid_argument& e) {
+    throw unreadable(e.what());
+  } catch (const Json::exception& e) {
+    throw unreadable(e.what());
+  }
+}
+
+std::optional<StoredRun> read_run(state::Store& store, const Scope& scope, std::string_view run_id) {
+  auto entry = store.get(run_key(scope, run_id));
+  if (!entry) return std::nullopt;
+  return read_run(store, scope, run_id, *entry);
 }
 
 std::string phase_name(Phase phase) { return std::string(enum_name(kPhases, phase)); }
@@ -201,18 +273,44 @@ state::Store& store_of(const RunContext& ctx, const char* what) {
 }  // namespace
 
 Checkpoint::Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, std::string run_id,
-                       std::int64_t version)
+                       std::int64_t version, SealedHistory sealed)
     : store_(std::move(store)),
       key_(run_key(scope, run_id)),
+      segment_prefix_(segment_prefix(scope, run_id)),
+      writer_(RunContext::new_id("w")),
       run_id_(std::move(run_id)),
       version_(version),
+      sealed_(std::move(sealed)),
       ledger_(std::make_shared<state::StoreLedger>(store_, state::scoped_key(scope, "ledger/" + run_id_ + "/"))) {}
 
 bool Checkpoint::save(const RunState& state) {
-  const std::string text = state.to_json().dump(-1, ' ', false, Json::error_handler_t::replace);
-  auto written = store_->compare_and_set(key_, version_, text);
+  SealedHistory sealed = sealed_;
+  // History only grows; should it ever shrink, it is stored whole again.
+  if (state.history.size() < sealed.messages) sealed = {};
+  std::size_t unsealed = 0;
+  for (std::size_t i = sealed.messages; i < state.history.size(); ++i) unsealed += approximate_size(state.history[i]);
+  Json tail = messages_json(state.history, sealed.messages);
+  if (unsealed > kSealBytes) {
+    // Written under a name only this writer uses, before the document that
+    // lists it: a crash or a lost race leaves an unlisted segment behind,
+    // never a listed one that is missing or overwritten.
+    char seq[24];
+    std::snprintf(seq, sizeof seq, "%08zu-", sealed.segments.size());
+    std::string name = seq + writer_;
+    store_->put(segment_prefix_ + name, dump(tail));
+    sealed.segments.push_back(std::move(name));
+    sealed.messages = state.history.size();
+    tail = Json::array();
+  }
+  Json doc = document(state, std::move(tail));
+  if (!sealed.segments.empty()) {
+    doc["history_segments"] = sealed.segments;
+    doc["history_sealed"] = sealed.messages;
+  }
+  auto written = store_->compare_and_set(key_, version_, dump(doc));
   if (!written) return false;
   version_ = *written;
+  sealed_ = std::move(sealed);
   return true;
 }
 
@@ -221,9 +319,9 @@ std::shared_ptr<const CallLedger> Checkpoint::ledger() const noexcept { return l
 void Checkpoint::clear_ledger() const { ledger_->clear(); }
 
 std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id) {
-  auto entry = store.get(run_key(scope, run_id));
-  if (!entry) return std::nullopt;
-  return parse_checkpoint(run_id, entry->value);
+  auto run = read_run(store, scope, run_id);
+  if (!run) return std::nullopt;
+  return std::move(run->state);
 }
 
 void charge_spent(Budget& budget, const RunState& state) {
@@ -244,8 +342,8 @@ std::vector<std::string> interrupted_runs(state::Store& store, const Scope& scop
   const std::string prefix = run_key(scope, "");
   for (const auto& [key, entry] : store.list(prefix)) {
     const std::string id = key.substr(prefix.size());
-    const RunState state = parse_checkpoint(id, entry.value);
-    if (state.phase == Phase::ask_model || state.phase == Phase::act) ids.push_back(id);
+    const Phase phase = read_run(store, scope, id, entry).state.phase;
+    if (phase == Phase::ask_model || phase == Phase::act) ids.push_back(id);
   }
   return ids;
 }
@@ -278,16 +376,16 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
   }
   std::unique_ptr<Checkpoint> checkpoint;
   if (ctx.store) {
-    std::int64_t version = 0;
-    if (auto entry = ctx.store->get(run_key(ctx.scope, state.run_id))) {
-      const RunState stored = parse_checkpoint(state.run_id, entry->value);
-      if (stored.phase != Phase::suspended) {
+    StoredRun stored;
+    if (auto run = read_run(*ctx.store, ctx.scope, state.run_id)) {
+      stored = *std::move(run);
+      if (stored.state.phase != Phase::suspended) {
         throw RunAlreadyResumed("run '" + state.run_id + "' was already resumed (its checkpoint is now at phase " +
-                                phase_name(stored.phase) + ")");
+                                phase_name(stored.state.phase) + ")");
       }
-      version = entry->version;
     }
-    checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, version);
+    checkpoint =
+        std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, stored.version, std::move(stored.sealed));
   }
   return RunHandle(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, std::move(checkpoint)));
 }
@@ -311,14 +409,14 @@ RunResult Agent::resume(std::string_view run_id, Decisions decisions, RunContext
 }
 
 RunHandle Agent::start_recover(std::string_view run_id, RunContext& ctx) const {
-  auto entry = store_of(ctx, "recover").get(run_key(ctx.scope, run_id));
-  if (!entry) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
-  RunState state = parse_checkpoint(run_id, entry->value);
-  if (state.phase == Phase::suspended || state.phase == Phase::done) {
-    return RunHandle(std::make_unique<SettledDriver>(std::move(state)));
+  auto stored = read_run(store_of(ctx, "recover"), ctx.scope, run_id);
+  if (!stored) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
+  if (stored->state.phase == Phase::suspended || stored->state.phase == Phase::done) {
+    return RunHandle(std::make_unique<SettledDriver>(std::move(stored->state)));
   }
-  auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, entry->version);
-  return RunHandle(cognition_->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)));
+  auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, stored->state.run_id, stored->version,
+                                                 std::move(stored->sealed));
+  return RunHandle(cognition_->drive(*this, std::move(stored->state), {}, ctx, std::move(checkpoint)));
 }
 
 RunResult Agent::recover(std::string_view run_id, RunContext& ctx) const {

@@ -4,8 +4,13 @@
 // and SqliteStore in normal mode (survives a process crash; fsync only at WAL
 // checkpoints). A durable run writes its state twice per iteration (after
 // the model, after the tools); a side-effecting call adds its ledger intent
-// and outcome. Prints the cost per checkpoint and per iteration. Run with
-// `make bench`.
+// and outcome. Prints the cost per checkpoint and per iteration.
+//
+// Then the cost of a checkpoint as history grows: runs of K iterations whose
+// tool returns 2 KB of text, so the history reaches 2K KB. A save writes the
+// unsealed tail (at most Checkpoint::kSealBytes) and the list of sealed
+// segments, so the cost per checkpoint should stay nearly flat in K.
+// Run with `make bench`.
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,13 +41,14 @@ namespace fs = std::filesystem;
 
 constexpr int kIterations = 10;
 
-// Median µs per run of `runs` runs of `agent` on stores made by `make_store`.
-double us_per_run(const agentkit::Agent& agent, const std::string& tool, int runs,
+// Median µs per run of `runs` runs of `agent` (K iterations calling `tool`)
+// on stores made by `make_store`.
+double us_per_run(const agentkit::Agent& agent, const std::string& tool, int k, int runs,
                   const std::function<std::shared_ptr<agentkit::state::Store>()>& make_store) {
   std::vector<double> samples;
   auto store = make_store();
   for (int r = 0; r < runs; ++r) {
-    auto llm = FakeLLM::script(add_script(kIterations, tool));
+    auto llm = FakeLLM::script(add_script(k, tool));
     llm->record_requests(false);
     auto ctx = agentkit::testing::make_test_ctx({.llm = llm});
     ctx.store = store;
@@ -69,9 +75,14 @@ int main() {
         .params("a", "b")
         .fn([](std::int64_t a, std::int64_t b) { return a + b; });
   };
+  auto page = agentkit::tool("page")
+                  .doc("Return the 2 KB page of text at position a + b.")
+                  .side_effecting(false)
+                  .params("a", "b")
+                  .fn([](std::int64_t a, std::int64_t b) { return std::string(2048, static_cast<char>('a' + (a + b) % 26)); });
   const agentkit::Agent agent("adder", "fake", "You add numbers.",
-                              agentkit::cognition::react({make_tool("add", false), make_tool("record", true)}),
-                              {.max_iterations = kIterations + 1});
+                              agentkit::cognition::react({make_tool("add", false), make_tool("record", true), page}),
+                              {.max_iterations = 1000});
 
   const fs::path dir = fs::temp_directory_path() / ("agentkit-bench-checkpoint-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -104,7 +115,7 @@ int main() {
                                                   : "read-only (no ledger records)");
     double baseline = 0;
     for (const auto& row : rows) {
-      const double us = us_per_run(agent, tool, row.runs, row.make);
+      const double us = us_per_run(agent, tool, kIterations, row.runs, row.make);
       if (baseline == 0) {
         baseline = us;
         std::printf("  %-48s %12.1f %22s %18s\n", row.name, us, "-", "-");
@@ -113,6 +124,19 @@ int main() {
       std::printf("  %-48s %12.1f %22.1f %18.2f\n", row.name, us, (us - baseline) / kIterations,
                   (us - baseline) / writes);
     }
+  }
+
+  std::printf("\nas history grows: K-iteration runs whose tool returns 2 KB; InMemoryStore, and SqliteStore "
+              "(durability normal)\n");
+  std::printf("  %-6s %12s %24s %24s\n", "K", "history KB", "memory µs / checkpoint", "sqlite µs / checkpoint");
+  for (const int k : {25, 100, 400}) {
+    const int runs = k >= 400 ? 5 : 15;
+    const double base = us_per_run(agent, "page", k, runs, [] { return nullptr; });
+    const double memory =
+        us_per_run(agent, "page", k, runs, [] { return std::make_shared<agentkit::state::InMemoryStore>(); });
+    const double sql = us_per_run(agent, "page", k, runs, sqlite(SqliteStore::Durability::normal));
+    const double saves = 2.0 * k + 2;
+    std::printf("  %-6d %12d %24.1f %24.1f\n", k, 2 * k, (memory - base) / saves, (sql - base) / saves);
   }
   fs::remove_all(dir);
   return 0;

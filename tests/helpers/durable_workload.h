@@ -7,7 +7,8 @@
 //
 // Plan of run `id`: kSteps turns that each ask for two `append` calls and a
 // read-only `peek`; then, for runs that need approval, one `transfer` call
-// (requires approval); then the answer "done <id>".
+// (requires approval); then the answer "done <id>". Each `peek` returns 6 KB,
+// so the history is sealed into a segment during the run.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -87,7 +88,9 @@ inline agentkit::Agent make_agent(const std::string& ledger_path) {
                   .doc("Read a value without changing anything outside.")
                   .side_effecting(false)
                   .params("token")
-                  .fn([](const std::string& token) { return "seen " + token; });
+                  // Long enough that a run's history passes Checkpoint::kSealBytes
+                  // by its last step: kills also land around sealed segments.
+                  .fn([](const std::string& token) { return "seen " + token + " " + std::string(6000, '.'); });
   return agentkit::Agent("worker", "planned", "You follow the plan.",
                          agentkit::cognition::react({append, transfer, peek}), {.max_iterations = 20});
 }

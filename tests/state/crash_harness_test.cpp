@@ -154,6 +154,7 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
   double window_ms = full_ms;
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   int killed_mid_run = 0, recovered = 0, duplicates = 0, bypassed = 0, lost = 0, unknown = 0, never_started = 0;
+  int sealed = 0;  // runs whose finished document lists sealed history segments
   for (int trial = 0; trial < trials; ++trial) {
     TempDir dir;
     Child child = spawn_child(child_args(dir));
@@ -178,6 +179,8 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
       }
       if (r.stop_reason == agentkit::StopReason::suspended) r = agent.resume(id, approve_all(r), ctx);
       recovered += r.stop_reason == agentkit::StopReason::answered && r.output == "done " + id;
+      const auto doc = ctx.store->get(agentkit::state::scoped_key(ctx.scope, "runs/" + id));
+      sealed += doc && agentkit::Json::parse(doc->value).contains("history_segments") ? 1 : 0;
       results.push_back(std::move(r));
     }
 
@@ -206,11 +209,12 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
   const int expected_runs = trials * static_cast<int>(runs.size());
   std::printf(
       "crash harness: %d trials (seed %u, child %.0f ms unkilled, kill window %.0f ms at the end), %d killed mid-run; runs recovered %d/%d "
-      "(%d never started); calls reported outcome_unknown %d; side effects executed twice %d; effects lost %d; "
+      "(%d never started, %d with sealed history); calls reported outcome_unknown %d; side effects executed twice %d; effects lost %d; "
       "approvals bypassed %d\n",
-      trials, seed, full_ms, window_ms, killed_mid_run, recovered, expected_runs, never_started, unknown, duplicates, lost,
+      trials, seed, full_ms, window_ms, killed_mid_run, recovered, expected_runs, never_started, sealed, unknown, duplicates, lost,
       bypassed);
   CHECK(recovered == expected_runs);
+  CHECK(sealed == expected_runs);  // every run's history outgrew Checkpoint::kSealBytes
   CHECK(duplicates == 0);
   CHECK(lost == 0);
   CHECK(bypassed == 0);

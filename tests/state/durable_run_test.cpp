@@ -2,6 +2,7 @@
 // recovery after a crash with the exactly-once ledger, and sessions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -64,6 +65,23 @@ class RecordingStore final : public agentkit::state::Store {
       if (k == key && Json::parse(v).at("phase") == phase) return v;
     }
     return {};
+  }
+  // The last checkpoint written for `key` at `phase` (listing sealed history if asked).
+  std::string last_checkpoint_at(const std::string& key, const std::string& phase, bool with_segments) {
+    std::lock_guard lock(mutex);
+    for (auto it = writes_.rbegin(); it != writes_.rend(); ++it) {
+      const Json doc = Json::parse(it->second);
+      if (it->first == key && doc.at("phase") == phase && doc.contains("history_segments") == with_segments) {
+        return it->second;
+      }
+    }
+    return {};
+  }
+  std::size_t largest_write(const std::string& key) {
+    std::lock_guard lock(mutex);
+    std::size_t largest = 0;
+    for (const auto& [k, v] : writes_) largest = k == key ? std::max(largest, v.size()) : largest;
+    return largest;
   }
   InMemoryStore inner;
 
@@ -304,6 +322,133 @@ TEST_CASE("recovery mid-batch: recorded calls are not re-run, unknown ones are r
   CHECK(seen[5].content == "done: cache");
   CHECK(agentkit::interrupted_runs(*store, ctx.scope).empty());
   CHECK_FALSE(result.output.empty());
+}
+
+namespace {
+
+// A read-only tool whose every answer is 3000 characters long.
+agentkit::ToolPtr long_read() {
+  return agentkit::tool("read_page")
+      .doc("Read one page of the archive and return its full text.")
+      .side_effecting(false)
+      .params("page")
+      .fn([](int page) { return std::string(3000, static_cast<char>('a' + page % 26)); });
+}
+
+std::vector<Turn> reading_turns(int pages) {
+  std::vector<Turn> turns;
+  for (int i = 0; i < pages; ++i) turns.push_back(Turn{.tool_calls = {call("p" + std::to_string(i), "read_page", {{"page", i}})}});
+  return turns;
+}
+
+std::size_t stored_segments(agentkit::state::Store& store, const agentkit::Scope& scope, const std::string& run_id) {
+  return store.list(agentkit::state::scoped_key(scope, "run-history/" + run_id + "#")).size();
+}
+
+}  // namespace
+
+TEST_CASE("a long run's history is sealed into segments: each save writes only the new part", "[durable][history]") {
+  auto store = std::make_shared<RecordingStore>();
+  auto turns = reading_turns(30);  // 30 results of 3000 characters: about 90 KB of history
+  turns.push_back(Turn{.content = "read them all"});
+  Agent agent("reader", "fake", "You read.", react({long_read()}), {.max_iterations = 40});
+  auto ctx = make_test_ctx({.llm = FakeLLM::script(turns), .store = store});
+  const auto result = agent.run("read the archive", ctx, {.run_id = "long"});
+  REQUIRE(result.stop_reason == StopReason::answered);
+
+  // Every document stays near the seal size although the history grows to 90 KB.
+  const std::string key = agentkit::state::scoped_key(ctx.scope, "runs/long");
+  CHECK(store->largest_write(key) < 2 * agentkit::Checkpoint::kSealBytes);
+  CHECK(stored_segments(store->inner, ctx.scope, "long") >= 4);
+  const Json doc = Json::parse(store->get(key)->value);
+  CHECK(doc.at("history_segments").size() == stored_segments(store->inner, ctx.scope, "long"));
+
+  const auto loaded = agentkit::load_run(*store, ctx.scope, "long");
+  REQUIRE(loaded);
+  CHECK(loaded->history == result.state.history);
+  CHECK(loaded->history.size() == 62);
+
+  SECTION("recovering from a mid-run checkpoint reads the sealed part back and continues") {
+    // A fresh store holding what a process killed mid-run leaves: the
+    // document it last wrote and the segments that document lists.
+    auto restarted = std::make_shared<InMemoryStore>();
+    const std::string mid = store->last_checkpoint_at(key, "act", /*with_segments=*/true);
+    REQUIRE_FALSE(mid.empty());
+    restarted->put(key, mid);
+    for (const auto& [k, entry] : store->inner.list(agentkit::state::scoped_key(ctx.scope, "run-history/"))) {
+      restarted->put(k, entry.value);
+    }
+    const auto before = agentkit::load_run(*restarted, ctx.scope, "long");
+    REQUIRE(before);
+    const std::size_t done_turns = static_cast<std::size_t>(before->iterations);
+    std::vector<Turn> rest(turns.begin() + static_cast<std::ptrdiff_t>(done_turns), turns.end());
+    auto again = make_test_ctx({.llm = FakeLLM::script(rest), .store = restarted});
+    const auto recovered = agent.recover("long", again);
+    REQUIRE(recovered.stop_reason == StopReason::answered);
+    CHECK(recovered.state.history == result.state.history);
+    CHECK(agentkit::load_run(*restarted, ctx.scope, "long")->history == result.state.history);
+  }
+  SECTION("a listed segment that is missing makes the checkpoint unreadable, naming it") {
+    const auto segments = store->inner.list(agentkit::state::scoped_key(ctx.scope, "run-history/long#"));
+    store->erase(segments.front().first);
+    try {
+      agentkit::load_run(*store, ctx.scope, "long");
+      FAIL("no error");
+    } catch (const agentkit::CheckpointError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("checkpoint of run 'long' is unreadable") &&
+                               Catch::Contains("history segment '" + segments.front().first + "' is missing"));
+    }
+  }
+}
+
+TEST_CASE("a suspended run with sealed history resumes by id in a fresh runtime", "[durable][history][approval]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter counter;
+  const auto make_agent = [&] {
+    return Agent("reader", "fake", "You read, then file.", react({long_read(), counter.tool("file", true, false, true)}),
+                 {.max_iterations = 20});
+  };
+  auto turns = reading_turns(12);
+  turns.push_back(Turn{.tool_calls = {call("f1", "file", {{"what", "summary"}})}});
+  auto first = make_test_ctx({.llm = FakeLLM::script(turns), .store = store});
+  const auto suspended = make_agent().run("read and file", first, {.run_id = "filing"});
+  REQUIRE(suspended.stop_reason == StopReason::suspended);
+  REQUIRE(stored_segments(*store, first.scope, "filing") >= 1);
+
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "filed"}}), .store = store});
+  const auto resumed = make_agent().resume("filing", {{"f1", Decision::approve()}}, ctx);
+  REQUIRE(resumed.stop_reason == StopReason::answered);
+  CHECK(counter.runs == 1);
+  REQUIRE(resumed.state.history.size() == suspended.state.history.size() + 2);
+  CHECK(std::equal(suspended.state.history.begin(), suspended.state.history.end(), resumed.state.history.begin()));
+  CHECK(agentkit::load_run(*store, ctx.scope, "filing")->history == resumed.state.history);
+}
+
+TEST_CASE("two writers sealing the same run: the loser's segment never replaces the winner's", "[durable][history]") {
+  auto store = std::make_shared<InMemoryStore>();
+  const agentkit::Scope scope;
+  RunState st;
+  st.run_id = "raced";
+  st.agent = "a";
+  st.task = "t";
+  st.history = {Message::user("t")};
+  agentkit::Checkpoint first(store, scope, "raced", 0);
+  REQUIRE(first.save(st));
+
+  // Two processes continue from the same version, each with its own long tail.
+  const auto grown = [&](char fill) {
+    RunState s = st;
+    for (int i = 0; i < 8; ++i) s.history.push_back(Message::assistant(std::string(3000, fill)));
+    return s;
+  };
+  agentkit::Checkpoint a(store, scope, "raced", first.version());
+  agentkit::Checkpoint b(store, scope, "raced", first.version());
+  CHECK(a.save(grown('a')));
+  CHECK_FALSE(b.save(grown('b')));  // it wrote a segment, but the document did not move to it
+  CHECK(stored_segments(*store, scope, "raced") == 2);
+  const auto loaded = agentkit::load_run(*store, scope, "raced");
+  REQUIRE(loaded);
+  CHECK(loaded->history == grown('a').history);
 }
 
 TEST_CASE("StoreLedger: intent, outcome, replay", "[durable][ledger]") {

@@ -120,10 +120,27 @@ class CheckpointError : public RunError {
 // boundary, and exactly-once records of its side-effecting calls under
 // "<scope>/ledger/<run id>/". Each save is a compare-and-set over the version
 // last seen, so two processes never both advance one run.
+//
+// History is append-only, so a save does not rewrite all of it: once the
+// messages not yet sealed exceed kSealBytes of JSON, they are written once as
+// a segment ("<scope>/run-history/<run id>#<n>-<writer>") and the run's
+// document lists its segments instead of carrying them. A save costs the
+// unsealed tail plus the segment list, however long the run.
+// Where a stored run's older history lies: its segments' names, in order,
+// and how many messages they hold.
+struct SealedHistory {
+  std::vector<std::string> segments;
+  std::size_t messages = 0;
+};
+
 class Checkpoint {
  public:
-  // `version`: the stored version this run continues from (0: a new run).
-  Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, std::string run_id, std::int64_t version);
+  static constexpr std::size_t kSealBytes = 16 * 1024;
+
+  // `version`: the stored version this run continues from (0: a new run);
+  // `sealed`: that version's sealed history.
+  Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, std::string run_id, std::int64_t version,
+             SealedHistory sealed = {});
 
   // False when another writer advanced the run first; throws on store errors.
   bool save(const RunState& state);
@@ -136,8 +153,11 @@ class Checkpoint {
  private:
   std::shared_ptr<state::Store> store_;
   std::string key_;
+  std::string segment_prefix_;  // "<scope>/run-history/<run id>#"
+  std::string writer_;          // unique per Checkpoint: a lost race never overwrites the winner's segment
   std::string run_id_;
   std::int64_t version_;
+  SealedHistory sealed_;
   std::shared_ptr<const state::StoreLedger> ledger_;
 };
 
