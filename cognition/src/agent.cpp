@@ -280,6 +280,7 @@ Checkpoint::Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, 
       writer_(RunContext::new_id("w")),
       run_id_(std::move(run_id)),
       version_(version),
+      continued_(version != 0),
       sealed_(std::move(sealed)),
       ledger_(std::make_shared<state::StoreLedger>(store_, state::scoped_key(scope, "ledger/" + run_id_ + "/"))) {}
 
@@ -316,7 +317,17 @@ bool Checkpoint::save(const RunState& state) {
 
 std::shared_ptr<const CallLedger> Checkpoint::ledger() const noexcept { return ledger_; }
 
-void Checkpoint::clear_ledger() const { ledger_->clear(); }
+void Checkpoint::tidy() const {
+  ledger_->clear();
+  if (!continued_) return;  // a run written by this process alone leaves no strays
+  for (const auto& [key, entry] : store_->list(segment_prefix_)) {
+    const std::string name = key.substr(segment_prefix_.size());
+    if (name.find('#') != std::string::npos) continue;  // a run whose id extends this one's with '#'
+    if (std::find(sealed_.segments.begin(), sealed_.segments.end(), name) == sealed_.segments.end()) {
+      store_->erase(key);
+    }
+  }
+}
 
 std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id) {
   auto run = read_run(store, scope, run_id);

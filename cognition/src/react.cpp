@@ -167,14 +167,14 @@ class ReActDriver final : public RunHandle::Driver {
     finish(StopReason::failed, problem);
   }
 
-  // The final save, the ledger cleanup and the session update of a run that
+  // The final save, the cleanup and the session update of a run that
   // is over (or suspended). A run that lost its checkpoint to another process
   // leaves all three to that process. Failures are logged: the result stands.
   void persist_end() {
     if (!checkpoint_) return;
     try {
       if (!checkpoint_->save(st_) || st_.phase != Phase::done) return;
-      checkpoint_->clear_ledger();
+      checkpoint_->tidy();
       if (!st_.session.empty() && ctx_.store) {
         append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
       }

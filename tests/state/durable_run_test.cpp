@@ -66,14 +66,12 @@ class RecordingStore final : public agentkit::state::Store {
     }
     return {};
   }
-  // The last checkpoint written for `key` at `phase` (listing sealed history if asked).
-  std::string last_checkpoint_at(const std::string& key, const std::string& phase, bool with_segments) {
+  // The first checkpoint written for `key` at `phase` that lists sealed history.
+  std::string first_sealed_checkpoint_at(const std::string& key, const std::string& phase) {
     std::lock_guard lock(mutex);
-    for (auto it = writes_.rbegin(); it != writes_.rend(); ++it) {
-      const Json doc = Json::parse(it->second);
-      if (it->first == key && doc.at("phase") == phase && doc.contains("history_segments") == with_segments) {
-        return it->second;
-      }
+    for (const auto& [k, v] : writes_) {
+      const Json doc = Json::parse(v);
+      if (k == key && doc.at("phase") == phase && doc.contains("history_segments")) return v;
     }
     return {};
   }
@@ -372,7 +370,7 @@ TEST_CASE("a long run's history is sealed into segments: each save writes only t
     // A fresh store holding what a process killed mid-run leaves: the
     // document it last wrote and the segments that document lists.
     auto restarted = std::make_shared<InMemoryStore>();
-    const std::string mid = store->last_checkpoint_at(key, "act", /*with_segments=*/true);
+    const std::string mid = store->first_sealed_checkpoint_at(key, "act");
     REQUIRE_FALSE(mid.empty());
     restarted->put(key, mid);
     for (const auto& [k, entry] : store->inner.list(agentkit::state::scoped_key(ctx.scope, "run-history/"))) {
@@ -380,6 +378,7 @@ TEST_CASE("a long run's history is sealed into segments: each save writes only t
     }
     const auto before = agentkit::load_run(*restarted, ctx.scope, "long");
     REQUIRE(before);
+    REQUIRE(stored_segments(*restarted, ctx.scope, "long") > Json::parse(mid).at("history_segments").size());
     const std::size_t done_turns = static_cast<std::size_t>(before->iterations);
     std::vector<Turn> rest(turns.begin() + static_cast<std::ptrdiff_t>(done_turns), turns.end());
     auto again = make_test_ctx({.llm = FakeLLM::script(rest), .store = restarted});
@@ -387,6 +386,10 @@ TEST_CASE("a long run's history is sealed into segments: each save writes only t
     REQUIRE(recovered.stop_reason == StopReason::answered);
     CHECK(recovered.state.history == result.state.history);
     CHECK(agentkit::load_run(*restarted, ctx.scope, "long")->history == result.state.history);
+    // The segments the killed process wrote after that document are strays
+    // for the recovered run, dropped when it ends; the listed ones remain.
+    const Json final_doc = Json::parse(restarted->get(key)->value);
+    CHECK(stored_segments(*restarted, ctx.scope, "long") == final_doc.at("history_segments").size());
   }
   SECTION("a listed segment that is missing makes the checkpoint unreadable, naming it") {
     const auto segments = store->inner.list(agentkit::state::scoped_key(ctx.scope, "run-history/long#"));

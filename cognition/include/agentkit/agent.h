@@ -115,6 +115,13 @@ class CheckpointError : public RunError {
   using RunError::RunError;
 };
 
+// Where a stored run's older history lies: its segments' names, in order,
+// and how many messages they hold.
+struct SealedHistory {
+  std::vector<std::string> segments;
+  std::size_t messages = 0;
+};
+
 // Where a durable run persists (a context with a store makes every run
 // durable): its RunState under "<scope>/runs/<run id>" at every step
 // boundary, and exactly-once records of its side-effecting calls under
@@ -126,13 +133,6 @@ class CheckpointError : public RunError {
 // a segment ("<scope>/run-history/<run id>#<n>-<writer>") and the run's
 // document lists its segments instead of carrying them. A save costs the
 // unsealed tail plus the segment list, however long the run.
-// Where a stored run's older history lies: its segments' names, in order,
-// and how many messages they hold.
-struct SealedHistory {
-  std::vector<std::string> segments;
-  std::size_t messages = 0;
-};
-
 class Checkpoint {
  public:
   static constexpr std::size_t kSealBytes = 16 * 1024;
@@ -146,9 +146,12 @@ class Checkpoint {
   bool save(const RunState& state);
   std::int64_t version() const noexcept { return version_; }
   const std::string& run_id() const noexcept { return run_id_; }
-  // The ledger for this run's side-effecting calls, and dropping its records.
+  // The ledger for this run's side-effecting calls.
   std::shared_ptr<const CallLedger> ledger() const noexcept;
-  void clear_ledger() const;
+  // Drops what a finished run no longer needs: its ledger records and, for a
+  // run continued from a stored version, history segments its document does
+  // not list (left by a process that crashed or lost a race).
+  void tidy() const;
 
  private:
   std::shared_ptr<state::Store> store_;
@@ -157,6 +160,7 @@ class Checkpoint {
   std::string writer_;          // unique per Checkpoint: a lost race never overwrites the winner's segment
   std::string run_id_;
   std::int64_t version_;
+  bool continued_;  // from a stored version: a crashed writer may have left strays
   SealedHistory sealed_;
   std::shared_ptr<const state::StoreLedger> ledger_;
 };
@@ -164,9 +168,10 @@ class Checkpoint {
 // The stored state of a run, or nullopt. Throws CheckpointError when unreadable.
 std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id);
 // Charges `budget` with what a stored run has spent so far: its model steps,
-// the tool calls it sent to the invoker, its tokens and its cost. Meant for a fresh Budget in a
-// process that resumes or recovers the run, so that suspending and resuming
-// cannot lift the run's limits. Wall time is not carried over.
+// the tool calls it sent to the invoker, its tokens and its cost. Meant for a
+// fresh Budget in a process that resumes or recovers the run, so that
+// suspending and resuming cannot lift the run's limits. Wall time is not
+// carried over.
 void charge_spent(Budget& budget, const RunState& state);
 // Runs whose last checkpoint is mid-step (asking the model or acting): what a
 // restarted process recovers with Agent::recover(). Suspended and finished
