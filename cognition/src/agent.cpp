@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 
 #include <agentkit/cognition/react.h>
@@ -178,6 +179,15 @@ std::string segment_prefix(const Scope& scope, std::string_view run_id) {
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+// 64 fresh random bits in hex: distinct across processes, forked ones included.
+std::string writer_name() {
+  std::random_device random;
+  const std::uint64_t bits = (std::uint64_t{random()} << 32) ^ random();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(bits));
+  return buf;
+}
+
 // A cheap estimate of a message's JSON size: enough to decide when to seal.
 std::size_t approximate_size(const Message& m) {
   std::size_t size = 64 + m.content.size();
@@ -277,7 +287,7 @@ Checkpoint::Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, 
     : store_(std::move(store)),
       key_(run_key(scope, run_id)),
       segment_prefix_(segment_prefix(scope, run_id)),
-      writer_(RunContext::new_id("w")),
+      writer_(writer_name()),
       run_id_(std::move(run_id)),
       version_(version),
       continued_(version != 0),
