@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 namespace agentkit {
 
 namespace {
@@ -72,7 +74,8 @@ Middleware idempotent(std::chrono::milliseconds retention) {
     if (!req.effectively_side_effecting()) return next(req, ctx);
 
     // Pinned to the run (correlation id): replay never crosses runs.
-    const std::string key = ctx.correlation_id + kSep + call_key(req, ctx);
+    const std::string call = call_key(req, ctx);
+    const std::string key = ctx.correlation_id + kSep + call;
     {
       std::unique_lock lock(table->mutex);
       for (;;) {
@@ -100,11 +103,28 @@ Middleware idempotent(std::chrono::milliseconds retention) {
       table->settled.notify_all();
     };
     ToolResult result;
+    bool remembered = false;
     try {
-      result = next(req, ctx);
+      // A durable run's ledger holds what earlier processes of this run did.
+      if (auto earlier = req.ledger ? req.ledger->recall(call) : std::nullopt) {
+        result = *std::move(earlier);
+        remembered = true;
+      } else {
+        result = next(req, ctx);
+      }
     } catch (...) {
       settle(nullptr);
       throw;
+    }
+    if (!remembered && req.ledger && result.is_ok()) {
+      // The call has happened: failing to keep its result must not hide it.
+      try {
+        req.ledger->remember(call, result);
+      } catch (const std::exception& e) {
+        (ctx.logger ? ctx.logger : spdlog::default_logger())
+            ->error("tool '{}' (call {}): keeping its result for idempotent() failed: {}", req.name, req.call_id,
+                    e.what());
+      }
     }
     settle(result.is_ok() ? &result : nullptr);
     return result;

@@ -1,5 +1,7 @@
 #include <agentkit/state/ledger.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <utility>
 
 namespace agentkit::state {
@@ -12,6 +14,15 @@ constexpr const char* kUnknown =
 std::string intent_record(int attempt) { return Json{{"state", "intent"}, {"attempt", attempt}}.dump(); }
 
 std::string dump(const Json& record) { return record.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// FNV-1a, 64 bits, in hex: a short, stable store key for a long call key.
+std::string hashed(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 }  // namespace
 
@@ -28,7 +39,10 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
     const bool done = record.is_object() && record.value("state", "") == "done";
     if (done && record.value("status", "") == "ok") return ToolResult::ok(record.value("value", Json()));
     if (!idempotent) {
-      return done ? ToolResult::error(record.value("text", "Tool failed")) : ToolResult::outcome_unknown(kUnknown);
+      if (!done) return ToolResult::outcome_unknown(kUnknown);
+      const std::string text = record.value("text", "Tool failed");
+      return record.value("status", "") == "outcome_unknown" ? ToolResult::outcome_unknown(text)
+                                                              : ToolResult::error(text);
     }
     attempt = (record.is_object() ? record.value("attempt", 1) : 1) + 1;
   }
@@ -42,13 +56,29 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
 }
 
 void StoreLedger::end(const ToolRequest& request, const ToolResult& result) const {
-  Json record{{"state", "done"}, {"status", result.is_ok() ? "ok" : "error"}};
+  Json record{{"state", "done"},
+              {"status", result.status == ToolResult::Status::outcome_unknown ? "outcome_unknown"
+                         : result.is_ok()                                    ? "ok"
+                                                                             : "error"}};
   if (result.is_ok()) {
     record["value"] = result.value;
   } else {
     record["text"] = result.text;
   }
   store_->put(prefix_ + request.ledger_key, dump(record));
+}
+
+std::optional<ToolResult> StoreLedger::recall(const std::string& call) const {
+  const auto entry = store_->get(prefix_ + "same/" + hashed(call));
+  if (!entry) return std::nullopt;
+  const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object() || record.value("call", "") != call) return std::nullopt;
+  return ToolResult::ok(record.value("value", Json()));
+}
+
+void StoreLedger::remember(const std::string& call, const ToolResult& result) const {
+  if (!result.is_ok()) return;  // failures are never kept
+  store_->put(prefix_ + "same/" + hashed(call), dump(Json{{"call", call}, {"value", result.value}}));
 }
 
 void StoreLedger::clear() const {

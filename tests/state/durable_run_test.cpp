@@ -454,6 +454,33 @@ TEST_CASE("two writers sealing the same run: the loser's segment never replaces 
   CHECK(loaded->history == grown('a').history);
 }
 
+TEST_CASE("idempotent() holds across processes: an identical call after a resume gets the first result",
+          "[durable][ledger][idempotent]") {
+  auto store = std::make_shared<InMemoryStore>();
+  Counter send, refund;
+  const auto make_agent = [&] {
+    return Agent("clerk", "fake", "You send and refund.",
+                 react({send.tool("send", true), refund.tool("refund", true, false, true)}));
+  };
+  auto first = make_test_ctx({.llm = FakeLLM::script({Turn{.tool_calls = {call("s1", "send", {{"what", "hello"}})}},
+                                                      Turn{.tool_calls = {call("r1", "refund", {{"what", "A-1"}})}}}),
+                              .store = store});
+  const auto suspended = make_agent().run("send, then refund", first, {.run_id = "twice"});
+  REQUIRE(suspended.stop_reason == StopReason::suspended);
+  REQUIRE(send.runs == 1);
+
+  // Another process (its own invoker, so its own idempotent() table): the
+  // model asks for the same send again, under a new call id.
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("s2", "send", {{"what", "hello"}})}}, Turn{.content = "sent"}});
+  auto second = make_test_ctx({.llm = llm, .store = store});
+  const auto resumed = make_agent().resume("twice", {{"r1", Decision::approve()}}, second);
+  REQUIRE(resumed.stop_reason == StopReason::answered);
+  CHECK(refund.runs == 1);
+  CHECK(send.runs == 1);  // answered from the run's ledger, not sent twice
+  CHECK(llm->requests().at(1).messages.back().content == "done: hello");
+  CHECK(store->list(agentkit::state::scoped_key(second.scope, "ledger/twice/")).empty());  // dropped at the end
+}
+
 TEST_CASE("StoreLedger: intent, outcome, replay", "[durable][ledger]") {
   auto store = std::make_shared<InMemoryStore>();
   const agentkit::state::StoreLedger ledger(store, "L/");
@@ -477,6 +504,32 @@ TEST_CASE("StoreLedger: intent, outcome, replay", "[durable][ledger]") {
   auto replay = ledger.begin(again);
   REQUIRE(replay);
   CHECK(replay->value == Json{{"synced", 3}});
+
+  // An unknown outcome is replayed as unknown, not as an error.
+  agentkit::ToolRequest lost{.call_id = "c", .name = "pay", .tool = c.tool("pay", true), .ledger_key = "1/c"};
+  CHECK_FALSE(ledger.begin(lost).has_value());
+  ledger.end(lost, agentkit::ToolResult::outcome_unknown("timed out; it may or may not have taken effect"));
+  auto still_unknown = ledger.begin(lost);
+  REQUIRE(still_unknown);
+  CHECK(still_unknown->status == agentkit::ToolResult::Status::outcome_unknown);
+  CHECK(still_unknown->text == "timed out; it may or may not have taken effect");
+
+  // Results by what the call did: ok results only, and only for that exact call.
+  CHECK_FALSE(ledger.recall("pay|{\"amount\":5}").has_value());
+  ledger.remember("pay|{\"amount\":5}", agentkit::ToolResult::ok(Json{{"receipt", 9}}));
+  ledger.remember("pay|{\"amount\":6}", agentkit::ToolResult::error("declined"));
+  auto kept = ledger.recall("pay|{\"amount\":5}");
+  REQUIRE(kept);
+  CHECK(kept->value == Json{{"receipt", 9}});
+  CHECK_FALSE(ledger.recall("pay|{\"amount\":6}").has_value());
+  // A record whose call differs (a hash collision) reads as nothing remembered.
+  for (const auto& [key, entry] : store->list("L/same/")) {
+    Json record = Json::parse(entry.value);
+    record["call"] = "something else";
+    store->put(key, record.dump());
+  }
+  CHECK_FALSE(ledger.recall("pay|{\"amount\":5}").has_value());
+
   ledger.clear();
   CHECK(store->list("L/").empty());
 }

@@ -23,11 +23,19 @@ struct ToolResult;
 // answer this" (the recorded outcome, or outcome_unknown for a call that
 // started and never recorded an end); nullopt means the intent is now
 // recorded and the tool runs, after which end() records its outcome.
+//
+// The ledger also keeps idempotent()'s results for the run, keyed by what a
+// call did (tool and canonical arguments) rather than by call id, so an
+// identical call in a later process of the same run (after a resume or a
+// recovery) gets the first one's result: remember() stores an ok result,
+// recall() returns it or nullopt.
 class CallLedger {
  public:
   virtual ~CallLedger() = default;
   virtual std::optional<ToolResult> begin(const ToolRequest& request) const = 0;
   virtual void end(const ToolRequest& request, const ToolResult& result) const = 0;
+  virtual std::optional<ToolResult> recall(const std::string& call) const = 0;
+  virtual void remember(const std::string& call, const ToolResult& result) const = 0;
 };
 
 // A request to run one tool call.
@@ -160,7 +168,9 @@ Middleware egress_allowlist(std::shared_ptr<const EgressAllowlist> allowlist);
 // id, scope, tool, canonical arguments); concurrent duplicates wait for the
 // first; failures are never cached. Read-only calls pass through. Settled
 // entries are kept for `retention` (long enough to cover any retry of a run),
-// then dropped, so a shared invoker does not grow without bound.
+// then dropped, so a shared invoker does not grow without bound. In a durable
+// run the results are also kept in the run's ledger (CallLedger::remember),
+// so the promise holds across the processes that resume or recover the run.
 Middleware idempotent(std::chrono::milliseconds retention = std::chrono::hours(24));
 // Caches read-only calls for `ttl`; side-effecting calls always pass through.
 Middleware memoize(std::chrono::milliseconds ttl = std::chrono::minutes(5));

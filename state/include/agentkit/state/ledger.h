@@ -8,8 +8,8 @@
 // - a recorded success is returned as recorded, without running the tool;
 // - a call with an intent and no outcome is not run again unless the tool is
 //   idempotent: the model and the caller get `outcome_unknown`;
-// - a recorded failure is returned as recorded, unless the tool is idempotent
-//   (then it runs again).
+// - a recorded failure (or unknown outcome) is returned as recorded, unless
+//   the tool is idempotent (then it runs again).
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +26,10 @@ class StoreLedger final : public CallLedger {
 
   std::optional<ToolResult> begin(const ToolRequest& request) const override;
   void end(const ToolRequest& request, const ToolResult& result) const override;
+  // Under `prefix` + "same/" + a 64-bit hash of `call`; the record holds
+  // `call` itself, so a hash collision reads as nothing remembered.
+  std::optional<ToolResult> recall(const std::string& call) const override;
+  void remember(const std::string& call, const ToolResult& result) const override;
 
   // Drops every record under the prefix (once the run no longer needs them).
   void clear() const;
