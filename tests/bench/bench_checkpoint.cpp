@@ -4,7 +4,7 @@
 // and SqliteStore in normal mode (survives a process crash; fsync only at WAL
 // checkpoints). A durable run writes its state twice per iteration (after
 // the model, after the tools); a side-effecting call adds its ledger intent
-// and outcome. Prints the cost per checkpoint and per iteration.
+// and outcome, and idempotent()'s record of its result. Prints the cost per checkpoint and per iteration.
 //
 // Then the cost of a checkpoint as history grows: runs of K iterations whose
 // tool returns 2 KB of text, so the history reaches 2K KB. A save writes the
@@ -110,8 +110,8 @@ int main() {
   std::printf("%-50s %12s %22s %18s", "store", "µs / run", "durability µs / iter", "µs / store write");
   for (const char* tool : {"add", "record"}) {
     const bool side_effecting = std::string(tool) == "record";
-    const double writes = 2.0 * kIterations + 2 + (side_effecting ? 2.0 * kIterations : 0);
-    std::printf("\ntool call: %s\n", side_effecting ? "side-effecting (+2 ledger writes per call)"
+    const double writes = 2.0 * kIterations + 2 + (side_effecting ? 3.0 * kIterations : 0);
+    std::printf("\ntool call: %s\n", side_effecting ? "side-effecting (+3 ledger writes per call)"
                                                   : "read-only (no ledger records)");
     double baseline = 0;
     for (const auto& row : rows) {
