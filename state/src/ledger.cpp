@@ -56,10 +56,7 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
 }
 
 void StoreLedger::end(const ToolRequest& request, const ToolResult& result) const {
-  Json record{{"state", "done"},
-              {"status", result.status == ToolResult::Status::outcome_unknown ? "outcome_unknown"
-                         : result.is_ok()                                    ? "ok"
-                                                                             : "error"}};
+  Json record{{"state", "done"}, {"status", to_string(result.status)}};
   if (result.is_ok()) {
     record["value"] = result.value;
   } else {
