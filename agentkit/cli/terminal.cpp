@@ -14,9 +14,6 @@ namespace {
 constexpr std::size_t kPreviewChars = 60;
 constexpr std::size_t kErrorChars = 120;
 
-// Model and tool text may hold invalid UTF-8: replace it rather than throw.
-std::string dump_line(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 Json call_json(const ToolCall& call) {
   Json arguments = call.arguments;
   if (!call.arguments_text.empty() && (arguments.is_null() || arguments.empty())) arguments = call.arguments_text;
@@ -211,7 +208,7 @@ Terminal::Terminal(Options options, std::FILE* out, std::FILE* err) : options_(o
 void Terminal::started(const std::string& run_id, const std::string& agent, bool resumed) {
   if (!options_.json) return;
   const Json line = {{"type", "run_started"}, {"run_id", run_id}, {"agent", agent}, {"resumed", resumed}};
-  std::fputs((dump_line(line) + "\n").c_str(), out_);
+  std::fputs((canonical_dump(line) + "\n").c_str(), out_);
   std::fflush(out_);
 }
 
@@ -224,7 +221,7 @@ void Terminal::show(const Event& event, bool nested) {
 }
 
 void Terminal::show_json(const Event& event, bool nested) {
-  std::fputs((dump_line(event_json(event, nested)) + "\n").c_str(), out_);
+  std::fputs((canonical_dump(event_json(event, nested)) + "\n").c_str(), out_);
   std::fflush(out_);
 }
 
@@ -328,7 +325,7 @@ void Terminal::note(const std::string& text) {
 
 void Terminal::outcome(const RunResult& result, const std::string& resume_command) {
   if (options_.json) {
-    std::fputs((dump_line(result_json(result, resume_command)) + "\n").c_str(), out_);
+    std::fputs((canonical_dump(result_json(result, resume_command)) + "\n").c_str(), out_);
     std::fflush(out_);
     return;
   }
@@ -391,7 +388,7 @@ std::optional<Decisions> ask_decisions(const std::vector<ToolCall>& pending, std
   Decisions decisions;
   for (const ToolCall& call : pending) {
     std::fputs(
-        ("? " + first_line(call.name, kPreviewChars) + " " + dump_line(call_json(call)["arguments"]) + "\n").c_str(),
+        ("? " + first_line(call.name, kPreviewChars) + " " + canonical_dump(call_json(call)["arguments"]) + "\n").c_str(),
         prompt);
     while (!decisions.contains(call.id)) {
       const auto choice = ask("  [a]pprove, [r]eject, [e]dit? ");

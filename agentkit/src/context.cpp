@@ -1,5 +1,7 @@
 #include <agentkit/context.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <charconv>
 #include <random>
@@ -80,15 +82,33 @@ void RunContext::emit(Event event) const {
   }
 }
 
+namespace {
+
+std::uint64_t random_bits() {
+  std::random_device random;
+  return (std::uint64_t{random()} << 32) ^ random();
+}
+
+// The process's id salt: 64 random bits, drawn again in a forked child, so
+// no two processes hand out the same ids.
+std::atomic<std::uint64_t>& id_salt() {
+  static std::atomic<std::uint64_t> salt = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { id_salt().store(random_bits(), std::memory_order_relaxed); });
+    return random_bits();
+  }();
+  return salt;
+}
+
+}  // namespace
+
 std::string RunContext::new_id(std::string_view prefix) {
-  // Per-process random prefix + counter: unique, cheap, no shared mutable
-  // state beyond one atomic.
-  static const std::uint64_t salt = std::random_device{}() ^ (std::uint64_t(std::random_device{}()) << 32);
+  // Random salt + counter: unique, cheap, no shared mutable state beyond two
+  // atomics.
   static std::atomic<std::uint64_t> counter{0};
   std::string id(prefix);
-  char buf[40];
+  char buf[48];
   buf[0] = '_';
-  char* end = std::to_chars(buf + 1, buf + sizeof buf, salt & 0xffffffffu, 16).ptr;
+  char* end = std::to_chars(buf + 1, buf + sizeof buf, id_salt().load(std::memory_order_relaxed), 16).ptr;
   *end++ = '_';
   end = std::to_chars(end, buf + sizeof buf, counter.fetch_add(1, std::memory_order_relaxed), 16).ptr;
   id.append(buf, end);

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <stdexcept>
 
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/json.h>
 #include <agentkit/session.h>
 #include <agentkit/state/ledger.h>
 #include <agentkit/state/store.h>
@@ -177,17 +177,6 @@ std::string segment_prefix(const Scope& scope, std::string_view run_id) {
   return state::scoped_key(scope, "run-history/" + std::string(run_id) + "#");
 }
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-// 64 fresh random bits in hex: distinct across processes, forked ones included.
-std::string writer_name() {
-  std::random_device random;
-  const std::uint64_t bits = (std::uint64_t{random()} << 32) ^ random();
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(bits));
-  return buf;
-}
-
 // A cheap estimate of a message's JSON size: enough to decide when to seal.
 std::size_t approximate_size(const Message& m) {
   std::size_t size = 64 + m.content.size();
@@ -287,7 +276,7 @@ Checkpoint::Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, 
     : store_(std::move(store)),
       key_(run_key(scope, run_id)),
       segment_prefix_(segment_prefix(scope, run_id)),
-      writer_(writer_name()),
+      writer_(RunContext::new_id("w")),
       run_id_(std::move(run_id)),
       version_(version),
       continued_(version != 0),
@@ -308,7 +297,7 @@ bool Checkpoint::save(const RunState& state) {
     char seq[24];
     std::snprintf(seq, sizeof seq, "%08zu-", sealed.segments.size());
     std::string name = seq + writer_;
-    store_->put(segment_prefix_ + name, dump(tail));
+    store_->put(segment_prefix_ + name, canonical_dump(tail));
     sealed.segments.push_back(std::move(name));
     sealed.messages = state.history.size();
     tail = Json::array();
@@ -318,7 +307,7 @@ bool Checkpoint::save(const RunState& state) {
     doc["history_segments"] = sealed.segments;
     doc["history_sealed"] = sealed.messages;
   }
-  auto written = store_->compare_and_set(key_, version_, dump(doc));
+  auto written = store_->compare_and_set(key_, version_, canonical_dump(doc));
   if (!written) return false;
   version_ = *written;
   sealed_ = std::move(sealed);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include <agentkit/json.h>
+
 namespace agentkit::state {
 namespace {
 
@@ -12,8 +14,6 @@ constexpr const char* kUnknown =
     "not run again because it has side effects; check whether it took effect before calling it again.";
 
 std::string intent_record(int attempt) { return Json{{"state", "intent"}, {"attempt", attempt}}.dump(); }
-
-std::string dump(const Json& record) { return record.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 // FNV-1a, 64 bits, in hex: a short, stable store key for a long call key.
 std::string hashed(const std::string& text) {
@@ -62,7 +62,7 @@ void StoreLedger::end(const ToolRequest& request, const ToolResult& result) cons
   } else {
     record["text"] = result.text;
   }
-  store_->put(prefix_ + request.ledger_key, dump(record));
+  store_->put(prefix_ + request.ledger_key, canonical_dump(record));
 }
 
 std::optional<ToolResult> StoreLedger::recall(const std::string& call) const {
@@ -75,7 +75,7 @@ std::optional<ToolResult> StoreLedger::recall(const std::string& call) const {
 
 void StoreLedger::remember(const std::string& call, const ToolResult& result) const {
   if (!result.is_ok()) return;  // failures are never kept
-  store_->put(prefix_ + "same/" + hashed(call), dump(Json{{"call", call}, {"value", result.value}}));
+  store_->put(prefix_ + "same/" + hashed(call), canonical_dump(Json{{"call", call}, {"value", result.value}}));
 }
 
 void StoreLedger::clear() const {

@@ -173,7 +173,8 @@ class RunContext {
   // straight to the observer when no run is driving this context.
   void emit(Event event) const;
 
-  // A new unique id (for spans, runs and generated call ids).
+  // A new unique id (for spans, runs and generated call ids): 64 random bits
+  // per process (drawn again in a forked child) and a counter.
   static std::string new_id(std::string_view prefix);
 };
 
