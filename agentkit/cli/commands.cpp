@@ -227,14 +227,6 @@ std::optional<Decisions> decisions_for(const ResumeArgs& args, const std::vector
                    "\npass --approve all, --approve ID or --reject ID[:reason]");
 }
 
-std::vector<ToolCall> pending_calls(const RunState& state) {
-  std::vector<ToolCall> pending;
-  for (const auto& call : state.batch) {
-    if (std::find(state.pending.begin(), state.pending.end(), call.id) != state.pending.end()) pending.push_back(call);
-  }
-  return pending;
-}
-
 fs::path agent_file_of(state::Store& store, const ResumeArgs& args) {
   if (args.agent_file) return *args.agent_file;
   const auto record = store.get(run_record_key(args.run_id));
@@ -332,7 +324,7 @@ int resume_command(const ResumeArgs& args) {
     Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
     ui.started(args.run_id, config.name, true);
     if (stored->phase == Phase::suspended) {
-      auto decisions = decisions_for(args, pending_calls(*stored));
+      auto decisions = decisions_for(args, stored->pending_calls());
       if (!decisions) {
         ui.note("no decision given; run " + args.run_id + " stays suspended");
         return static_cast<int>(g_interrupted ? Exit::cancelled : Exit::suspended);

@@ -174,14 +174,11 @@ void redact(Json& value, const std::vector<std::string>& secrets) {
   }
 }
 
+// Throws `Error` with `message`, secrets redacted.
+template <class Error = std::runtime_error>
 [[noreturn]] void fail(std::string message, const std::vector<std::string>& secrets) {
   redact(message, secrets);
-  throw std::runtime_error(message);
-}
-
-[[noreturn]] void fail_outcome_unknown(std::string message, const std::vector<std::string>& secrets) {
-  redact(message, secrets);
-  throw OutcomeUnknownError(message);
+  throw Error(message);
 }
 
 // Reports a problem by throwing; never returns.
@@ -601,7 +598,7 @@ HttpResponse RestTool::send(const HttpRequest& request, const Prepared& prepared
       if (e.code() == ErrorCode::cancelled || !e.retryable() || n >= attempts) {
         const bool maybe_sent = e.code() == ErrorCode::timeout || e.code() == ErrorCode::unavailable;
         if (!retry_safe && maybe_sent) {
-          fail_outcome_unknown(
+          fail<OutcomeUnknownError>(
               std::string(e.what()) + "; the request may or may not have taken effect, so it was not retried",
               prepared.secrets);
         }

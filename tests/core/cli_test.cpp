@@ -243,6 +243,14 @@ WireServer::Response json_response(const Json& body, int status = 200) {
   return r;
 }
 
+// Waits, up to a minute, until `model` has received a request.
+void await_first_request(const WireServer& model) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (model.requests().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 // The definition's head: the agent talks to `model` with the key from
 // AGENTKIT_TEST_KEY. `rest` is appended as is (tools, limits, ...).
 std::string agent_yaml(const WireServer& model, const std::string& rest = {}) {
@@ -519,10 +527,7 @@ TEST_CASE("resume recovers a run whose process was killed mid-step", "[cli][reco
   const auto file = dir.write("atlas.yaml", agent_yaml(model));
 
   const pid_t pid = spawn_cli(dir, {"run", file.string(), "Hi", "--json", "--store", dir.store()}, {}, "killed");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (model.requests().empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  await_first_request(model);
   REQUIRE(model.requests().size() == 1);
   ::kill(pid, SIGKILL);
   int status = 0;
@@ -751,10 +756,7 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     model.enqueue(stall);
     const auto file = dir.write("a.yaml", agent_yaml(model));
     const pid_t pid = spawn_cli(dir, {"run", file.string(), "Hi", "--json", "--store", dir.store()}, {}, "sigint");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (model.requests().empty() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    await_first_request(model);
     REQUIRE(model.requests().size() == 1);
     ::kill(pid, SIGINT);
     CHECK(wait_for(pid) == 6);
