@@ -31,6 +31,9 @@ PEERS_DIR       ?= tests/bench/peers
 # -g), so the consumer.subdirectory_consumer test, which compiles the same
 # sources with the same flags from another directory, reuses build/'s objects.
 export CCACHE_NOHASHDIR ?= 1
+# Paths under the checkout are hashed relative to it, so another clone or
+# worktree of the project reuses the same cache entries.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
