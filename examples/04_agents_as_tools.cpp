@@ -44,6 +44,7 @@ int main() {
   auto research = agentkit::as_tool(
       researcher, {.name = "research",
                    .description = "Delegate a research question and get a one-sentence finding back.",
+                   .side_effecting = false,  // required: the researcher only reads notes
                    .render = [](const agentkit::RunResult& r) {
                      std::cout << "  researcher: " << to_string(r.stop_reason) << " after " << r.iterations
                                << " model calls, " << tokens(r.usage) << " tokens\n";

@@ -561,7 +561,7 @@ class Loader {
       entry.fail_at(entry.line(), entry.name() + " needs a 'description' (here or in " + path.filename().string() +
                                       ") so the model knows when to call it");
     }
-    agent.side_effecting = entry.get_or<bool>("side_effecting", false);
+    agent.side_effecting = entry.required<bool>("side_effecting");  // no safe default, as for function tools
     agent.agent = std::move(sub);
     config.agents.push_back(std::move(agent));
   }

@@ -34,7 +34,7 @@
 //     - mcp: {name: search, url: "http://127.0.0.1:3001/mcp", headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}}
 //     - memory: {dir: ./memories}      # the `memory` file tool; no dir: kept in memory for the run
 //     - skills: {dir: ./skills}        # SKILL.md folders: listed in the prompt, load_skill tool
-//     - agent: {file: researcher.yaml, name: research, description: ..., side_effecting: false}
+//     - agent: {file: researcher.yaml, name: research, description: ..., side_effecting: false}  # required
 //
 // Parameters (`params` entries): name, description (required); `in`: path,
 // query or body (default: path when the URL names it, else query for GET,

@@ -69,7 +69,7 @@ Definition (the README lists every field):
     - mcp: {name: fs, command: npx, args: [...]}      # or url: for Streamable HTTP
     - memory: {dir: ./memories}
     - skills: {dir: ./skills}
-    - agent: {file: researcher.yaml, description: ...}
+    - agent: {file: researcher.yaml, description: ..., side_effecting: false}
 
 Environment: AGENTKIT_HOME (state directory), AGENTKIT_LOG (trace, debug,
 info, warn (default), error, off).

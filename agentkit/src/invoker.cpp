@@ -43,6 +43,34 @@ std::string failure_text(std::exception_ptr error) {
   }
 }
 
+// What one approval covers: the call as the engine held it when it issued it.
+struct Approval::Grant {
+  std::string call_id;
+  std::string name;
+  ToolPtr tool;
+  Json arguments;
+  Json proposed;
+};
+
+bool Approval::approves(const ToolRequest& request) const {
+  return grant_ && grant_->call_id == request.call_id && grant_->name == request.name &&
+         grant_->tool == request.tool && grant_->arguments == request.arguments;
+}
+
+const Json& Approval::proposed_arguments() const noexcept {
+  static const Json none;
+  return grant_ ? grant_->proposed : none;
+}
+
+Approval ApprovalIssuer::issue(const ToolRequest& request, Json proposed) {
+  return Approval(std::make_shared<const Approval::Grant>(
+      Approval::Grant{request.call_id, request.name, request.tool, request.arguments, std::move(proposed)}));
+}
+
+bool cleared(const ToolRequest& request, Autonomy tier) {
+  return !needs_approval(request, tier) || request.approval.approves(request);
+}
+
 bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
   if (request.tool && request.tool->requires_approval()) return true;
   switch (tier) {
@@ -93,7 +121,7 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
 }
 
 ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
-  if (needs_approval(request, ctx.autonomy) && !request.approved) return ToolResult::awaiting_approval();
+  if (!cleared(request, ctx.autonomy)) return ToolResult::awaiting_approval();
   if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
   ctx.call_key = request.ledger_key;
   if (request.ledger && request.effectively_side_effecting()) return run_recorded(request, ctx);

@@ -95,7 +95,8 @@ Middleware audit(std::function<void(const AuditRecord&)> sink) {
                        .call_id = req.call_id,
                        .arguments = req.arguments,
                        .outcome = std::move(outcome),
-                       .text = std::move(text)});
+                       .text = std::move(text),
+                       .proposed_arguments = req.approval.approves(req) ? req.approval.proposed_arguments() : Json()});
     };
     ToolResult result;
     try {

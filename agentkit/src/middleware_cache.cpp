@@ -1,6 +1,7 @@
 // idempotent() and memoize(): the two layers that may answer a call without
 // running it. Both read effectively_side_effecting() (the tool's declaration
-// ORed with the request's claim) and never cache a failure.
+// ORed with the request's claim), never cache a failure, and never answer a
+// call that needs approval and has none.
 #include <agentkit/invoker.h>
 
 #include <chrono>
@@ -72,6 +73,8 @@ Middleware idempotent(std::chrono::milliseconds retention) {
   auto table = std::make_shared<IdempotencyTable>();
   return [table, retention](const ToolRequest& req, RunContext& ctx, const Next& next) {
     if (!req.effectively_side_effecting()) return next(req, ctx);
+    // A call no human approved yet goes to the gate, never to a recorded result.
+    if (!cleared(req, ctx.autonomy)) return next(req, ctx);
 
     // Pinned to the run (correlation id): replay never crosses runs.
     const std::string call = call_key(req, ctx);
@@ -137,8 +140,14 @@ Middleware memoize(std::chrono::milliseconds ttl) {
     // Caching a side effect would report success for an action that never
     // happened; a missed cache hit only costs a re-execution.
     if (req.effectively_side_effecting()) return next(req, ctx);
+    // A call that needs approval runs on its own decision every time: a
+    // cached answer never stands in for one.
+    if (needs_approval(req, ctx.autonomy)) return next(req, ctx);
 
-    const std::string key = call_key(req, ctx);
+    // Never across scopes (call_key starts with the scope); across runs only
+    // for a tool that declares it.
+    const bool shared = req.tool && req.tool->spec().effects.shared_cache;
+    const std::string key = (shared ? std::string() : ctx.correlation_id) + kSep + call_key(req, ctx);
     {
       std::lock_guard lock(table->mutex);
       auto it = table->entries.find(key);

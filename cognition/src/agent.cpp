@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <agentkit/cognition/react.h>
+#include <agentkit/errors.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/json.h>
 #include <agentkit/session.h>
@@ -80,6 +81,7 @@ Json document(const RunState& s, Json history_json) {
           {"outcomes", std::move(outcomes_json)},
           {"pending", s.pending},
           {"approved", s.approved},
+          {"proposed", s.proposed},
           {"session", s.session},
           {"session_base", s.session_base},
           {"usage", agentkit::to_json(s.usage)},
@@ -123,6 +125,7 @@ RunState RunState::from_json(const Json& j) {
     s.pending = j.at("pending").get<std::vector<std::string>>();
     if (version >= 2) {
       s.approved = j.at("approved").get<std::vector<std::string>>();
+      if (j.contains("proposed")) s.proposed = j.at("proposed").get<std::map<std::string, Json>>();
       s.session = j.at("session").get<std::string>();
       s.session_base = j.at("session_base").get<int>();
       if (s.session_base < 0 || static_cast<std::size_t>(s.session_base) > s.history.size()) {
@@ -379,6 +382,33 @@ RunResult Agent::run(std::string task, RunContext& ctx, RunOptions options) cons
   return start(std::move(task), ctx, std::move(options)).wait(ctx.observer.get());
 }
 
+namespace {
+
+// Every decision names a pending call, and every edit is a valid call of its
+// tool: checked before anything runs or is saved.
+void check_decisions(const RunState& state, const Decisions& decisions, const ToolRegistry& tools) {
+  const std::vector<ToolCall> pending = state.pending_calls();
+  for (const auto& [id, decision] : decisions) {
+    auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; });
+    if (call == pending.end()) {
+      std::vector<std::string> ids;
+      for (const auto& c : pending) ids.push_back(c.id);
+      throw InvalidDecision(id, "no such call is pending in run '" + state.run_id + "' (pending: " + quoted_list(ids) +
+                                    ")");
+    }
+    if (decision.kind != Decision::Kind::edit) continue;
+    ToolPtr tool = tools.find(call->name);
+    if (!tool) throw InvalidDecision(id, "its tool '" + call->name + "' is not registered");
+    try {
+      tool->check_arguments(decision.arguments);
+    } catch (const ToolArgumentError& e) {
+      throw InvalidDecision(id, std::string("the edited arguments are not a valid call: ") + e.what());
+    }
+  }
+}
+
+}  // namespace
+
 RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& ctx) const {
   if (state.phase != Phase::suspended) {
     throw std::invalid_argument("resume: run '" + state.run_id + "' is not suspended (phase " +
@@ -397,6 +427,7 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
     checkpoint =
         std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, stored.version, std::move(stored.sealed));
   }
+  check_decisions(state, decisions, cognition_->tools());
   return RunHandle(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, std::move(checkpoint)));
 }
 
@@ -448,10 +479,15 @@ std::string render_result(const RunResult& result) {
 
 ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
   if (!agent) throw ToolDefinitionError("as_tool: agent is null");
+  if (!options.side_effecting) {
+    throw ToolDefinitionError("as_tool('" + options.name +
+                              "'): set AsToolOptions::side_effecting to true or false: whether the sub-agent changes "
+                              "the world depends on its tools, and there is no safe default");
+  }
   auto render = options.render ? options.render : Renderer(render_result);
   return tool(options.name)
       .description(options.description)
-      .side_effecting(options.side_effecting)
+      .side_effecting(*options.side_effecting)
       .params(param("task", "the sub-task / goal to run"))
       .fn([agent, render](const std::string& task, RunContext& ctx) {
         RunContext child = ctx.child();

@@ -70,12 +70,16 @@ std::optional<Json> answer_json(const std::string& text) {
   }
 }
 
+// How the driver mints an Approval: ReActCognition's ApprovalIssuer::issue.
+using Issue = Approval (*)(const ToolRequest&, Json);
+
 class ReActDriver final : public RunHandle::Driver {
  public:
-  ReActDriver(const Agent& agent, const ReActCognition& cognition, RunState state, Decisions decisions, RunContext ctx,
-              std::unique_ptr<Checkpoint> checkpoint)
+  ReActDriver(const Agent& agent, const ReActCognition& cognition, Issue issue, RunState state, Decisions decisions,
+              RunContext ctx, std::unique_ptr<Checkpoint> checkpoint)
       : agent_(agent),
         cognition_(cognition),
+        issue_(issue),
         st_(std::move(state)),
         ctx_(std::move(ctx)),
         checkpoint_(std::move(checkpoint)) {
@@ -337,7 +341,8 @@ class ReActDriver final : public RunHandle::Driver {
         problem = "duplicate tool call id '" + original + "' in one turn; this call was not run. Issue each call with a distinct id.";
       } else if (call.name.empty()) {
         problem = "tool call has an empty name; advertised tools: " + quoted_list(advertised_names());
-      } else if (!cognition_.tools().find(call.name)) {
+      } else if (ToolPtr tool = cognition_.tools().find(call.name); !tool || !tool->advertised()) {
+        // A hidden tool is the host's and the cognition's, never the model's.
         problem = "unknown tool '" + call.name + "'. Advertised tools: " + quoted_list(advertised_names());
       } else if (!call.arguments_text.empty()) {
         try {
@@ -382,7 +387,10 @@ class ReActDriver final : public RunHandle::Driver {
       slot.request.arguments = call.arguments;
       slot.request.tool = tool;
       slot.request.side_effecting = tool && tool->side_effecting_for(call.arguments);
-      slot.request.approved = std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end();
+      if (std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end()) {
+        auto proposed = st_.proposed.find(call.id);
+        slot.request.approval = issue_(slot.request, proposed == st_.proposed.end() ? Json() : proposed->second);
+      }
       slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
       ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
@@ -453,6 +461,7 @@ class ReActDriver final : public RunHandle::Driver {
     st_.batch.clear();
     st_.outcomes.clear();
     st_.approved.clear();
+    st_.proposed.clear();
   }
 
   void apply_decisions(const Decisions& decisions) {
@@ -468,11 +477,30 @@ class ReActDriver final : public RunHandle::Driver {
         st_.outcomes[i] = CallOutcome{text, true, "denied"};
         continue;
       }
-      if (it->second.kind == Decision::Kind::edit) st_.batch[i].arguments = it->second.arguments;
+      if (it->second.kind == Decision::Kind::edit) edit_call(i, it->second.arguments);
       st_.approved.push_back(id);
     }
     st_.pending.clear();
     st_.phase = Phase::act;
+  }
+
+  // A human's edit: the call runs with `arguments`, and the history shows it
+  // so (the model must not report what it did not do); the model's own
+  // arguments are kept for the audit.
+  void edit_call(std::size_t i, const Json& arguments) {
+    ToolCall& call = st_.batch[i];
+    st_.proposed.insert_or_assign(call.id, call.arguments);
+    call.arguments = arguments;
+    for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
+      if (it->role != Role::assistant) continue;
+      for (ToolCall& shown : it->tool_calls) {
+        if (shown.id == call.id) {
+          shown.arguments = arguments;
+          shown.arguments_text.clear();
+        }
+      }
+      break;  // the batch is the last assistant message's calls
+    }
   }
 
   // ------------------------------------------------------------ end
@@ -518,6 +546,7 @@ class ReActDriver final : public RunHandle::Driver {
 
   const Agent& agent_;
   const ReActCognition& cognition_;
+  Issue issue_;
   RunState st_;
   RunContext ctx_;
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
@@ -540,8 +569,8 @@ class ReActDriver final : public RunHandle::Driver {
 
 std::unique_ptr<RunHandle::Driver> ReActCognition::drive(const Agent& agent, RunState state, Decisions decisions,
                                                          RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const {
-  return std::make_unique<ReActDriver>(agent, *this, std::move(state), std::move(decisions), std::move(ctx),
-                                       std::move(checkpoint));
+  return std::make_unique<ReActDriver>(agent, *this, &ReActCognition::issue, std::move(state), std::move(decisions),
+                                       std::move(ctx), std::move(checkpoint));
 }
 
 }  // namespace agentkit::cognition

@@ -20,4 +20,15 @@ RunContext make_test_ctx(TestContextOptions options) {
   return ctx;
 }
 
+namespace {
+
+// The test seam ApprovalIssuer documents: an issuer with nothing else.
+struct TestIssuer : ApprovalIssuer {
+  using ApprovalIssuer::issue;
+};
+
+}  // namespace
+
+void approve(ToolRequest& request) { request.approval = TestIssuer::issue(request); }
+
 }  // namespace agentkit::testing

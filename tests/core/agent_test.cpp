@@ -362,9 +362,11 @@ TEST_CASE("octopus: an agent as a tool", "[agent][as_tool][spec]") {
 
 TEST_CASE("nested as_tool hits the depth limit as a model-visible error", "[agent][as_tool]") {
   auto inner = std::make_shared<Agent>("inner", "fake", "p");
-  auto inner_tool = agentkit::as_tool(inner, {.name = "inner", .description = "Delegate to the innermost agent of the chain."});
+  auto inner_tool = agentkit::as_tool(
+      inner, {.name = "inner", .description = "Delegate to the innermost agent of the chain.", .side_effecting = false});
   auto middle = std::make_shared<Agent>("middle", "fake", "p", react({inner_tool}));
-  auto middle_tool = agentkit::as_tool(middle, {.name = "middle", .description = "Delegate to the middle agent of the chain."});
+  auto middle_tool = agentkit::as_tool(
+      middle, {.name = "middle", .description = "Delegate to the middle agent of the chain.", .side_effecting = false});
   Agent outer("outer", "fake", "p", react({middle_tool}));
   auto llm = FakeLLM::script({
       Turn{.tool_calls = {call("o1", "middle", {{"task", "go deeper"}})}},
@@ -480,6 +482,7 @@ TEST_CASE("as_tool takes a custom renderer", "[agent][as_tool]") {
   auto helper = std::make_shared<Agent>("helper", "fake", "p");
   auto t = agentkit::as_tool(helper, {.name = "helper",
                                       .description = "Delegate a sub-task to the helper agent.",
+                                      .side_effecting = false,
                                       .render = [](const agentkit::RunResult& r) {
                                         return "[" + std::string(to_string(r.stop_reason)) + "] " + r.output;
                                       }});

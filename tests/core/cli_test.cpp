@@ -697,7 +697,7 @@ TEST_CASE("a sub-agent from another file is a tool whose events are marked neste
                 "/v1\n"
                 "prompt: You research.\n");
   const auto file =
-      dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - agent: {file: researcher.yaml, name: research}\n"));
+      dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - agent: {file: researcher.yaml, name: research, side_effecting: false}\n"));
 
   const Outcome r = run_cli(dir, {"run", file.string(), "How big is Lisbon?", "--json", "--store", dir.store()});
   CHECK(r.exit_code == 0);
@@ -840,10 +840,18 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     CHECK(r.err.find((dir.path / "loop.yaml").string() + ":7: 'file' in tools[0].agent leads back to " +
                      file.string()) != std::string::npos);
   }
+  SECTION("a sub-agent must say whether it is side-effecting") {
+    dir.write("sub.yaml", agent_yaml(model, "description: Researches facts about cities, briefly.\n"));
+    const auto file = dir.write("s.yaml", agent_yaml(model, "tools:\n  - agent: {file: sub.yaml, name: research}\n"));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("s.yaml:7: missing required field 'side_effecting' in tools[0].agent") != std::string::npos);
+  }
   SECTION("a sub-agent's own budget is noted as having no effect") {
     dir.write("sub.yaml",
               agent_yaml(model, "description: Researches facts about cities, briefly.\nbudget: {steps: 3}\n"));
-    const auto file = dir.write("ok.yaml", agent_yaml(model, "tools:\n  - agent: {file: sub.yaml, name: research}\n"));
+    const auto file = dir.write(
+        "ok.yaml", agent_yaml(model, "tools:\n  - agent: {file: sub.yaml, name: research, side_effecting: false}\n"));
     const Outcome r = run_cli(dir, {"validate", file.string()});
     CHECK(r.exit_code == 0);
     CHECK(r.err.find("sub.yaml:7: warning: 'budget' has no effect in a sub-agent") != std::string::npos);

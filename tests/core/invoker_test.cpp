@@ -9,6 +9,7 @@
 
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
+#include <agentkit/testing/test_context.h>
 
 using agentkit::Autonomy;
 using agentkit::Invoker;
@@ -285,7 +286,7 @@ TEST_CASE("an approved request runs at every tier", "[invoker]") {
   Invoker invoker;
   RunContext ctx;
   auto req = request_for(refund.tool, {{"order_id", "A-1"}});
-  req.approved = true;
+  agentkit::testing::approve(req);
 
   for (auto tier : {Autonomy::manual, Autonomy::gated, Autonomy::automatic}) {
     ctx.autonomy = tier;

@@ -649,8 +649,11 @@ TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects hap
   auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
                                                   react({counter.tool("order_sample", true)}));
   Agent lead("lead", "fake", "You lead.",
+             // Declared read-only so the lead's ledger does not answer the call:
+             // what is pinned here is the sub-run found again by its id.
              react({agentkit::as_tool(researcher, {.name = "research",
-                                                   .description = "Delegate a research task to the researcher."})}));
+                                                   .description = "Delegate a research task to the researcher.",
+                                                   .side_effecting = false})}));
   auto llm = FakeLLM::script({
       Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}},  // lead
       Turn{.tool_calls = {call("s1", "order_sample", {{"what", "kit"}})}},     // researcher

@@ -158,7 +158,7 @@ TEST_CASE("view is a read; under the default middleware a view after an edit see
   agentkit::RunContext ctx = agentkit::testing::make_test_ctx({.autonomy = agentkit::Autonomy::gated});
   const auto call = [&](Json arguments, bool approved) {
     agentkit::ToolRequest request{.call_id = "c", .name = "memory", .arguments = std::move(arguments), .tool = tool};
-    request.approved = approved;
+    if (approved) agentkit::testing::approve(request);
     return ctx.invoker->invoke_tool(request, ctx);
   };
   // Gated autonomy pauses the writes, not the reads.

@@ -237,6 +237,23 @@ class FunctionTool final : public Tool {
   const ToolSpec& spec() const noexcept override { return spec_; }
 
   Json run(const Json& arguments, RunContext& ctx) const override {
+    Extras extras;
+    Values values{};
+    decode_arguments(arguments, extras, values);
+    return call(ctx, extras, values, std::make_index_sequence<kArity>{});
+  }
+
+  // Exactly what run() decodes, without running.
+  void check_arguments(const Json& arguments) const override {
+    Extras extras;
+    Values values{};
+    decode_arguments(arguments, extras, values);
+  }
+
+ private:
+  // Decodes `arguments` into `extras` and `values`; throws ToolArgumentError
+  // with every problem found.
+  void decode_arguments(const Json& arguments, Extras& extras, Values& values) const {
     if (!arguments.is_object()) {
       throw ToolArgumentError(spec_.name, {}, {},
                               {{"(arguments)", "expected a JSON object, got " + std::string(json_type_name(arguments)) +
@@ -244,7 +261,6 @@ class FunctionTool final : public Tool {
                               accepted_);
     }
     DecodeState st(limits_);
-    Extras extras;
     for (const auto& [key, value] : arguments.items()) {
       if (is_accepted(key)) continue;
       if (drop_context_keys_ && (key == "ctx" || key == "context")) continue;
@@ -255,7 +271,6 @@ class FunctionTool final : public Tool {
         st.report_unexpected(key);
       }
     }
-    Values values{};
     if constexpr (Named) {
       build_named([&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
         auto& slot = std::get<I>(values);
@@ -273,10 +288,8 @@ class FunctionTool final : public Tool {
       throw ToolArgumentError(spec_.name, std::move(st.missing), std::move(st.unexpected), std::move(st.invalid),
                               accepted_);
     }
-    return call(ctx, extras, values, std::make_index_sequence<kArity>{});
   }
 
- private:
   template <class Fn>
   static void build_named(Fn&& fn) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -370,6 +383,11 @@ class ToolBuilder {
   // Always pause for a human decision first, at every autonomy tier.
   ToolBuilder requires_approval(bool value = true) && {
     draft_.spec.effects.requires_approval = value;
+    return std::move(*this);
+  }
+  // memoize() may answer this tool's calls with another run's cached result.
+  ToolBuilder shared_cache(bool value = true) && {
+    draft_.spec.effects.shared_cache = value;
     return std::move(*this);
   }
   ToolBuilder tags(std::vector<std::string> values) && {

@@ -38,6 +38,42 @@ class CallLedger {
   virtual void remember(const std::string& call, const ToolResult& result) const = 0;
 };
 
+// A human's approval of one exact call: its call id, tool and arguments. It
+// is what lets the end of the invoker chain run a call that needs approval
+// (see needs_approval()); nothing else does, whatever a middleware sets on a
+// request. An approval cannot be made from a request's fields: only the run
+// engine mints one (ApprovalIssuer), for a call it holds a Decision for. A
+// copy moved onto another call, or left on a request whose call id, tool or
+// arguments a middleware changed, approves nothing.
+class Approval {
+ public:
+  Approval() = default;  // approves nothing
+
+  // Whether this approves exactly `request` (same call id, tool and arguments).
+  bool approves(const ToolRequest& request) const;
+  // The arguments the model proposed when a human's Decision::edit replaced
+  // them; null when the call runs as proposed.
+  const Json& proposed_arguments() const noexcept;
+
+ private:
+  friend class ApprovalIssuer;
+  struct Grant;
+  explicit Approval(std::shared_ptr<const Grant> grant) : grant_(std::move(grant)) {}
+  std::shared_ptr<const Grant> grant_;
+};
+
+// The one place approvals are minted. The run engine derives from it (every
+// Cognition does; see <agentkit/agent.h>) and issues an approval only for a
+// call a human decided to run; agentkit::testing::approve() is the seam for
+// tests that drive the invoker directly. A middleware MUST NOT derive from it.
+class ApprovalIssuer {
+ protected:
+  ~ApprovalIssuer() = default;
+  // Approves `request` as it stands (call id, tool, arguments); `proposed`
+  // is what the model proposed when a human edited the arguments.
+  static Approval issue(const ToolRequest& request, Json proposed = nullptr);
+};
+
 // A request to run one tool call.
 struct ToolRequest {
   std::string call_id;
@@ -46,8 +82,9 @@ struct ToolRequest {
   ToolPtr tool;
   // The request's own claim; the tool's declaration wins when either says so.
   bool side_effecting = false;
-  // A human approved this exact call (set when resuming with a decision).
-  bool approved = false;
+  // A human's approval of this exact call, minted by the run engine when it
+  // resumes with a Decision (see Approval). Empty: not approved.
+  Approval approval;
   int attempt = 1;
   // Where this call's intent and outcome are recorded (null: no record), and
   // the call's key, unique within its run (see RunContext::call_key).
@@ -113,13 +150,18 @@ class OutcomeUnknownError : public std::runtime_error {
 
 // Whether a call must pause for a human decision under `tier`.
 bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept;
+// Whether a call may run now under `tier`: it needs no approval, or carries
+// an Approval of exactly this call. What the end of the chain enforces, and
+// what a layer that answers without running (memoize(), idempotent()) checks
+// first: a cached answer never stands in for a decision.
+bool cleared(const ToolRequest& request, Autonomy tier);
 
 // An ordered middleware chain ending in Tool::run. The first middleware is
 // the outermost. The chain is composed once, at construction.
 //
 // The end of the chain enforces approval itself: a call that needs approval
-// under ctx.autonomy and is not `approved` returns awaiting_approval without
-// running, whatever the middleware. It also consults the request's ledger
+// under ctx.autonomy and carries no Approval of exactly that call returns
+// awaiting_approval without running, whatever the middleware set. It also consults the request's ledger
 // for side-effecting calls, so a recorded call is never run again. A Tool::run that returns normally is
 // `ok`, one that throws OutcomeUnknownError is `outcome_unknown`; other
 // exceptions propagate to the middleware (see error_boundary()).
@@ -166,15 +208,23 @@ EgressPolicy deny_tools(std::vector<std::string> names, std::vector<std::string>
 Middleware egress_allowlist(std::shared_ptr<const EgressAllowlist> allowlist);
 // At-most-once for side-effecting calls within a run: keyed by (correlation
 // id, scope, tool, canonical arguments); concurrent duplicates wait for the
-// first; failures are never cached. Read-only calls pass through. Settled
+// first; failures are never cached. Read-only calls pass through, and so
+// does a call that needs approval and has none (to the gate): a recorded
+// result is never an answer to a call no human approved. Settled
 // entries are kept for `retention` (long enough to cover any retry of a run),
 // then dropped, so a shared invoker does not grow without bound. In a durable
 // run the results are also kept in the run's ledger (CallLedger::remember),
 // so the promise holds across the processes that resume or recover the run.
 Middleware idempotent(std::chrono::milliseconds retention = std::chrono::hours(24));
-// Caches read-only calls for `ttl`; side-effecting calls always pass through.
+// Caches read-only calls for `ttl`, keyed by (scope, run, tool, canonical
+// arguments): an answer never crosses scopes, nor runs unless the tool
+// declares Effects::shared_cache. Side-effecting calls and calls that need
+// approval under ctx.autonomy always pass through: a cached answer never
+// stands in for a decision.
 Middleware memoize(std::chrono::milliseconds ttl = std::chrono::minutes(5));
-// One audit record per call: the authorised arguments and the outcome.
+// One audit record per call: the arguments that ran and the outcome. When a
+// human's Decision::edit replaced the model's arguments, `proposed_arguments`
+// holds the model's (null otherwise).
 struct AuditRecord {
   std::string correlation_id;
   std::string scope;
@@ -183,6 +233,7 @@ struct AuditRecord {
   Json arguments;
   std::string outcome;
   std::string text;
+  Json proposed_arguments;
 };
 Middleware audit(std::function<void(const AuditRecord&)> sink);
 // Retries retryable failures (RetryableToolError or a retryable error result)

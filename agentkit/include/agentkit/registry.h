@@ -42,7 +42,8 @@ class ToolRegistry {
 
   // Registers every tool of a plugin as `<prefix>_<name>`, atomically: one
   // collision or bad tool leaves the registry unchanged. Each registered spec
-  // records "plugin" and "local_name" in its metadata.
+  // records "plugin" and "local_name" in its metadata; each tool keeps its
+  // behaviour and effects (see renamed()).
   ToolRegistry& add_plugin(std::string_view prefix, const std::vector<ToolPtr>& tools);
   template <ToolPlugin P>
   ToolRegistry& add_plugin(std::string_view prefix, P& plugin) {
@@ -75,7 +76,8 @@ class ToolRegistry {
 };
 
 // A tool exposed under another name (and optionally extra metadata), sharing
-// the original's behaviour. Used by plugins; handy for aliasing.
+// the original's behaviour: its run, its effects and every per-call answer
+// (side_effecting_for, check_arguments). Used by plugins; handy for aliasing.
 ToolPtr renamed(ToolPtr tool, std::string new_name, Json extra_metadata = Json::object());
 
 }  // namespace agentkit

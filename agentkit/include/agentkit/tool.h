@@ -22,6 +22,9 @@ struct Effects {
   bool idempotent = false;
   // Always pause for a human decision before running, at every autonomy tier.
   bool requires_approval = false;
+  // memoize() may answer a call with a result cached by another run (of the
+  // same scope). Off by default: a run's reads are its own.
+  bool shared_cache = false;
 };
 
 // Everything known about a tool before it runs. Only name, description and
@@ -66,8 +69,16 @@ class Tool {
   // Whether one call has side effects. A tool with read and write commands
   // behind one name (the `memory` tool) narrows it per call, so a read is
   // gated, recorded and cached as a read; the spec's declaration is the upper
-  // bound.
+  // bound. A tool that wraps another (renamed(), plugins) MUST forward it.
   virtual bool side_effecting_for(const Json& /*arguments*/) const { return side_effecting(); }
+  // Throws ToolArgumentError (every problem at once) when `arguments` is not
+  // a valid call, without running anything: how a human's edited arguments
+  // are checked before a resume runs them. The default checks the parameters
+  // schema's top level (an object; required keys present; no undeclared keys
+  // unless the tool accepts extra arguments or the schema allows them; each
+  // property's "type" and "enum"). Function tools check exactly what run()
+  // decodes. A wrapper MUST forward it, as it forwards side_effecting_for.
+  virtual void check_arguments(const Json& arguments) const;
   bool idempotent() const noexcept { return spec().effects.idempotent; }
   bool requires_approval() const noexcept { return spec().effects.requires_approval; }
   // Visible to the model (has a parameters schema).

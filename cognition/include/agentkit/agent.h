@@ -33,7 +33,13 @@ struct Suspended {
   std::vector<ToolCall> pending;
 };
 
-// A human's decision on one pending call.
+// A human's decision on one pending call. A decision is the only thing that
+// approves a call (the run engine turns it into an Approval of exactly that
+// call; see <agentkit/invoker.h>).
+//
+// edit(args) approves the call with `args` instead of the model's: they are
+// checked against the tool (Tool::check_arguments) before anything runs, the
+// history shows the call as it ran (with `args`), and audit() records both.
 struct Decision {
   enum class Kind { approve, reject, edit };
   Kind kind = Kind::reject;
@@ -44,7 +50,9 @@ struct Decision {
   static Decision reject(std::string why = {}) { return {Kind::reject, std::move(why), {}}; }
   static Decision edit(Json arguments) { return {Kind::edit, {}, std::move(arguments)}; }
 };
-// Decisions by call id. A pending call without a decision is rejected.
+// Decisions by call id. A pending call without a decision is rejected; a
+// decision for a call id that is not pending, or an edit the tool rejects, is
+// an InvalidDecision and nothing runs.
 using Decisions = std::map<std::string, Decision>;
 
 // Where the state machine stands. Serialisable at every step boundary.
@@ -78,6 +86,9 @@ struct RunState {
   std::vector<std::optional<CallOutcome>> outcomes;
   std::vector<std::string> pending;   // call ids awaiting a decision
   std::vector<std::string> approved;  // call ids of the batch a human approved (v2)
+  // Call id -> the arguments the model proposed, for approved calls a human
+  // edited (the batch and the history hold the edited ones, as they run).
+  std::map<std::string, Json> proposed;
   std::string session;                // the session this run continues, if any (v2)
   int session_base = 0;               // history entries that came from the session (v2)
   Usage usage;
@@ -108,6 +119,20 @@ class RunNotFound : public RunError {
 class RunAlreadyResumed : public RunError {
  public:
   using RunError::RunError;
+};
+// Decisions a resume cannot apply: one names a call id that is not pending
+// (a typo must not turn an approval into a rejection), or an edit's arguments
+// are not a valid call of the tool (what() carries the tool's
+// ToolArgumentError message). Thrown before anything runs or is saved: the
+// run stays suspended, to resume again with corrected decisions.
+class InvalidDecision : public RunError {
+ public:
+  InvalidDecision(std::string call_id, const std::string& problem)
+      : RunError("decision for call '" + call_id + "': " + problem), call_id_(std::move(call_id)) {}
+  const std::string& call_id() const noexcept { return call_id_; }
+
+ private:
+  std::string call_id_;
 };
 // A stored checkpoint is unreadable or was written by a newer agentkit.
 class CheckpointError : public RunError {
@@ -224,7 +249,11 @@ class RunHandle {
 class Agent;
 
 // A reasoning strategy: owns the tools and the state machine's transitions.
-class Cognition {
+// It is the run engine's side of approval: a strategy issues an Approval
+// (ApprovalIssuer::issue) for a call of RunState::approved, and only for
+// those, when it sends the call to the invoker. The decisions it is handed
+// have been checked (Agent::start_resume throws InvalidDecision first).
+class Cognition : protected ApprovalIssuer {
  public:
   virtual ~Cognition() = default;
   virtual const ToolRegistry& tools() const = 0;
@@ -335,10 +364,19 @@ class Agent {
 using Renderer = std::function<std::string(const RunResult&)>;
 std::string render_result(const RunResult& result);
 
+//
+// `side_effecting` is required, as .side_effecting() is for function tools:
+// whether a sub-agent changes the world depends on its tools, and there is
+// no safe default. as_tool() throws ToolDefinitionError when it is unset.
+//
+// Example:
+//   auto research = agentkit::as_tool(researcher, {.name = "research",
+//       .description = "Delegate a research sub-task and get a summary back.",
+//       .side_effecting = false});
 struct AsToolOptions {
   std::string name;
   std::string description;
-  bool side_effecting = false;
+  std::optional<bool> side_effecting;  // required
   Renderer render = render_result;
 };
 ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options);

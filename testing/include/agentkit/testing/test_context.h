@@ -26,4 +26,9 @@ struct TestContextOptions {
 //   auto ctx = agentkit::testing::make_test_ctx({.llm = llm, .scope = {.org_id = 7, .domain_id = 1}});
 RunContext make_test_ctx(TestContextOptions options = {});
 
+// Approves `request` as it stands (call id, tool, arguments), as a human's
+// Decision would, for tests that drive the invoker directly. A run mints its
+// own approvals from decisions; nothing outside tests needs this.
+void approve(ToolRequest& request);
+
 }  // namespace agentkit::testing
