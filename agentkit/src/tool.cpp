@@ -90,7 +90,8 @@ void Tool::check_arguments(const Json& arguments) const {
     }
   }
   const auto extra = schema.find("additionalProperties");
-  const bool closed = !spec().accepts_extra_arguments && extra != schema.end() && extra->is_boolean() && !extra->get<bool>();
+  const bool closed =
+      !spec().accepts_extra_arguments && extra != schema.end() && extra->is_boolean() && !extra->get<bool>();
   for (const auto& [key, value] : arguments.items()) {
     if (auto property = properties.find(key); property != properties.end()) {
       if (std::string why = misfit(value, *property); !why.empty()) invalid.push_back({key, std::move(why)});
