@@ -1,11 +1,10 @@
 // The CLI's YAML loader (agentkit/cli/config.cpp): any file content loads
 // or is a ConfigError naming the file; never another exception, a crash or
-// UB. The input is written to agent.yaml in a private temporary directory
+// UB. The input is written to agent.yaml in a fresh temporary directory
 // (files it names relative to itself resolve there and do not exist).
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,26 +14,30 @@
 
 namespace {
 
-// Never destroyed: the atexit handler that removes the directory runs after
-// static destructors.
-const std::filesystem::path& agent_file() {
-  static const auto* file = [] {
+// A private directory per input, removed after it (libFuzzer may end the
+// process without running atexit handlers).
+class TempDir {
+ public:
+  TempDir() {
     std::string dir = (std::filesystem::temp_directory_path() / "agentkit-fuzz-XXXXXX").string();
     if (!mkdtemp(dir.data())) agentkit::fuzz::fail("mkdtemp failed");
-    auto* path = new std::filesystem::path(std::filesystem::path(dir) / "agent.yaml");
-    std::atexit([] {
-      std::error_code ignored;
-      std::filesystem::remove_all(agent_file().parent_path(), ignored);
-    });
-    return path;
-  }();
-  return *file;
-}
+    path_ = dir;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const auto& file = agent_file();
+  const TempDir dir;
+  const auto file = dir.path() / "agent.yaml";
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
