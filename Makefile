@@ -6,12 +6,15 @@
 #   make test     build and run every ctest case
 #   make bench    build, install the JS peers (npm ci), run every build/tests/bench/bench_*
 #   make asan     ASan+UBSan build in build-asan/ and its ctest run
-#   make clean    remove build/ and build-asan/
+#   make tsan     ThreadSanitizer build in build-tsan/ and its ctest run
+#   make fuzz     libFuzzer targets (clang) in build-fuzz/, each run for FUZZ_SECONDS
+#   make clean    remove build/, build-asan/, build-tsan/ and build-fuzz/
 
 # Debian 12 packages the build needs; keep this the only list.
 PACKAGES := cmake g++ make pkg-config ccache \
             libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev \
-            catch2 libtrompeloeil-cpp-dev libsqlite3-dev
+            catch2 libtrompeloeil-cpp-dev libsqlite3-dev \
+            clang-14 libclang-rt-14-dev
 
 DEMO            ?= example_06_switch_providers
 BUILD_DIR       ?= build
@@ -20,6 +23,17 @@ ASAN_DIR        ?= build-asan
 # Debug, not RelWithDebInfo: compiling dominates the sanitizer run. Measured
 # on 2 cores, cold ccache: Debug 177s end to end, RelWithDebInfo 492s.
 ASAN_BUILD_TYPE ?= Debug
+TSAN_DIR        ?= build-tsan
+TSAN_BUILD_TYPE ?= Debug
+TSAN_SUPPRESSIONS ?= $(CURDIR)/tests/tsan.supp
+FUZZ_DIR        ?= build-fuzz
+FUZZ_CXX        ?= clang++-14
+FUZZ_BUILD_TYPE ?= RelWithDebInfo
+FUZZ_SECONDS    ?= 60
+# Extra libFuzzer flags, e.g. FUZZ_FLAGS=-jobs=2 or -only_ascii=1.
+FUZZ_FLAGS      ?=
+# Every tests/fuzz/fuzz_<name>.cpp is a target; FUZZ_TARGETS="sse egress" runs a few.
+FUZZ_TARGETS    ?= $(patsubst tests/fuzz/fuzz_%.cpp,%,$(sort $(wildcard tests/fuzz/fuzz_*.cpp)))
 JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE           ?= cmake
 CTEST           ?= ctest
@@ -41,7 +55,8 @@ SHELL := /bin/bash
 .DELETE_ON_ERROR:
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help deps configure build demo test bench bench-peers asan asan-configure asan-build clean
+.PHONY: help deps configure build demo test bench bench-peers asan asan-configure asan-build \
+        tsan tsan-configure tsan-build fuzz fuzz-configure fuzz-build clean
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -126,5 +141,58 @@ asan: asan-build
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(CTEST) --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j$(JOBS) -LE consumer $(CTEST_FLAGS)
 
+# ThreadSanitizer over the same ctest cases as asan (the consumer cases build
+# without sanitizers). Reports in third-party code only are suppressed, each
+# with its reason, in tests/tsan.supp; halt_on_error fails the test at the
+# first report.
+$(TSAN_DIR)/CMakeCache.txt: | deps
+	$(CMAKE) -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=$(TSAN_BUILD_TYPE) \
+	  -DAGENTKIT_TSAN=ON -DAGENTKIT_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) || { rm -f $@; exit 1; }
+
+tsan-configure: deps $(TSAN_DIR)/CMakeCache.txt
+
+tsan-build: tsan-configure
+	$(CMAKE) --build $(TSAN_DIR) -j$(JOBS)
+
+tsan: tsan-build
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(TSAN_SUPPRESSIONS)" \
+	  $(CTEST) --test-dir $(TSAN_DIR) --output-on-failure --no-tests=error -j$(JOBS) -LE consumer $(CTEST_FLAGS)
+
+# libFuzzer needs clang (Debian's clang-14); FUZZ_CXX names another one.
+# Only the libraries the targets use and the targets are built.
+$(FUZZ_DIR)/CMakeCache.txt: | deps
+	@command -v $(FUZZ_CXX) >/dev/null || { echo "fuzz: $(FUZZ_CXX) is missing; run: sudo apt-get install -y clang-14" >&2; exit 1; }
+	$(CMAKE) -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=$(FUZZ_BUILD_TYPE) -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) \
+	  -DAGENTKIT_FUZZ=ON $(CMAKE_FLAGS) || { rm -f $@; exit 1; }
+
+fuzz-configure: deps $(FUZZ_DIR)/CMakeCache.txt
+
+fuzz-build: fuzz-configure
+	$(CMAKE) --build $(FUZZ_DIR) -j$(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+# Each target runs for FUZZ_SECONDS with its dictionary (tests/fuzz/<name>.dict)
+# from its committed seeds (tests/fuzz/corpus/<name>) plus what earlier runs found
+# ($(FUZZ_DIR)/corpus/<name>); a crash is saved under $(FUZZ_DIR)/artifacts/
+# and fails the run after every target has had its turn.
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/logs $(FUZZ_DIR)/artifacts; failed=(); \
+	printf '%-16s %12s %8s %8s\n' target executions corpus crashes > $(FUZZ_DIR)/fuzz-summary.txt; \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t; log=$(FUZZ_DIR)/logs/$$t.log; \
+	  echo "fuzz: fuzz_$$t for $(FUZZ_SECONDS)s"; \
+	  status=0; dict=(); [[ -f tests/fuzz/$$t.dict ]] && dict=(-dict=tests/fuzz/$$t.dict); \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ./$(FUZZ_DIR)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- "$${dict[@]}" $(FUZZ_FLAGS) \
+	    $(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t > $$log 2>&1 || status=$$?; \
+	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log | tail -n 1); \
+	  corpus=$$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' $$log | tail -n 1); \
+	  crashes=0; \
+	  if (( status != 0 )); then crashes=1; failed+=($$t); tail -n 40 $$log >&2; fi; \
+	  printf '%-16s %12s %8s %8s\n' $$t "$${runs:-?}" "$${corpus:-?}" $$crashes >> $(FUZZ_DIR)/fuzz-summary.txt; \
+	done; \
+	cat $(FUZZ_DIR)/fuzz-summary.txt; \
+	if (( $${#failed[@]} )); then echo "fuzz: crashes in: $${failed[*]} (inputs in $(FUZZ_DIR)/artifacts/)" >&2; exit 1; fi
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

@@ -232,7 +232,18 @@ const std::vector<std::pair<std::string, ParamType>> kParamTypes = {
     {"string", ParamType::string},   {"integer", ParamType::integer}, {"number", ParamType::number},
     {"boolean", ParamType::boolean}, {"array", ParamType::array},     {"object", ParamType::object}};
 
-std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); }
+// The longest duration a definition may give (about 31 years). Past it the
+// milliseconds would not fit the clock's integer, and .inf would not convert
+// at all: the conversion is undefined behaviour, so such a value is refused.
+constexpr double kMaxSeconds = 1e9;
+
+// `key` of `section`, in seconds, as milliseconds.
+std::optional<std::chrono::milliseconds> seconds(const Section& section, const std::string& key) {
+  const auto s = section.get<double>(key);
+  if (!s) return std::nullopt;
+  if (*s > kMaxSeconds) section.fail(key, "must be at most 1000000000 seconds, not " + shown(section.node(key)));
+  return std::chrono::milliseconds(static_cast<std::int64_t>(*s * 1000));
+}
 
 // A URL must be absolute http(s), without credentials (keys come from the
 // environment, never from the file).
@@ -365,7 +376,7 @@ class Loader {
     config.budget.tool_calls = positive("tool_calls");
     config.budget.tokens = positive("tokens");
     config.budget.cost_usd = budget.get<double>("cost_usd");
-    if (auto wall = budget.get<double>("wall_time_s")) config.budget.wall_time = seconds(*wall);
+    config.budget.wall_time = seconds(budget, "wall_time_s");
   }
 
   static void read_pricing(const Section& pricing, AgentConfig& config) {
@@ -471,7 +482,7 @@ class Loader {
     def.requires_approval = rest.get_or<bool>("requires_approval", false);
     def.tags = rest.get_or<std::vector<std::string>>("tags", {});
     def.headers = rest.get_or<StringPairs>("headers", {});
-    if (auto t = rest.get<double>("timeout_s")) def.timeout = seconds(*t);
+    if (auto t = seconds(rest, "timeout_s")) def.timeout = *t;
     def.retries = rest.get_or<int>("retries", 0);
     def.max_redirects = rest.get_or<int>("max_redirects", def.max_redirects);
     if (rest.has("params")) {
@@ -541,7 +552,7 @@ class Loader {
       http.headers = mcp.get_or<StringPairs>("headers", {});
       server.http = std::move(http);
     }
-    if (auto t = mcp.get<double>("timeout_s")) server.timeout = seconds(*t);
+    if (auto t = seconds(mcp, "timeout_s")) server.timeout = *t;
     config.mcp.push_back(std::move(server));
   }
 
