@@ -30,11 +30,13 @@ Usage:
   agentkit --help | --version
 
 Commands:
-  run       Start a run of the agent on the task. Its text streams to stdout;
-            one status line per tool call goes to stderr. A call that needs
-            approval is asked about on a terminal ([a]pprove, [r]eject,
-            [e]dit its JSON arguments); otherwise the run is suspended, its id
-            printed with the command that resumes it, and agentkit exits 3.
+  run       Start a run of the agent on the task. Its id goes to stderr
+            first, its text streams to stdout, and every call's outcome is
+            a status line on stderr (refused calls and decisions included).
+            A call that needs approval is asked about on a terminal
+            ([a]pprove, [r]eject, [e]dit its JSON arguments); otherwise the
+            run is suspended, its id printed with the command that resumes
+            it, and agentkit exits 3.
   resume    Continue a suspended run, from this or another process, with
             decisions for its pending calls (a run whose process died
             mid-step is recovered from its last checkpoint). The definition
