@@ -92,19 +92,34 @@ RunContext AgentRuntime::context(std::shared_ptr<state::Store> store, std::share
 
 void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) {
   if (models_.contains(key)) return;
-  providers::ProviderSettings overrides;
-  if (options_.connect && !config.api_key_env.empty()) {
-    const std::string key_value = env_value(config.api_key_env.c_str());
-    if (key_value.empty()) {
-      throw ConfigError(config.file, config.api_key_line,
-                        "environment variable '" + config.api_key_env + "' (api_key_env) is not set");
+  providers::ProviderSettings settings;
+  if (options_.connect) {
+    if (!config.api_key_env.empty()) {
+      const std::string key_value = env_value(config.api_key_env.c_str());
+      if (key_value.empty()) {
+        throw ConfigError(config.file, config.api_key_line,
+                          "environment variable '" + config.api_key_env + "' (api_key_env) is not set");
+      }
+      settings.openai_api_key = key_value;
+      settings.anthropic_api_key = key_value;
     }
-    overrides.openai_api_key = key_value;
-    overrides.anthropic_api_key = key_value;
+    settings = providers::settings_from_environment(settings);
   }
-  models_.emplace(key, providers::make_model(
-                           config.model, options_.connect ? providers::settings_from_environment(overrides) : overrides,
-                           transport_));
+  providers::ModelTarget target;
+  try {
+    target = providers::resolve_model(config.model, settings);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(config.file, config.model_line, e.what());
+  }
+  // The provider's own API refuses every request without a key: say which
+  // variable is missing now, before anything is sent. A server named by a
+  // base URL (Ollama, vLLM, a proxy) may need none.
+  if (options_.connect && target.api_key.empty() && target.base_url.empty()) {
+    throw ConfigError(config.file, config.model_line,
+                      "environment variable '" + std::string(target.api_key_variable) + "' is not set; " +
+                          config.model + " needs its API key there (or name another variable with api_key_env)");
+  }
+  models_.emplace(key, providers::make_model(config.model, settings, transport_));
 }
 
 const providers::McpClient& AgentRuntime::connect(const AgentConfig& config, const McpServerConfig& server) {

@@ -328,6 +328,7 @@ class Loader {
 
   static void read_model(const Section& top, AgentConfig& config) {
     config.model = top.required<std::string>("model");
+    config.model_line = top.line("model");
     if (auto base_url = top.get<std::string>("base_url")) {
       check_url(top, "base_url", *base_url);
       if (config.model.find('@') != std::string::npos) {
@@ -336,7 +337,7 @@ class Loader {
       config.model += "@" + *base_url;
     }
     try {
-      providers::make_model(config.model, {}, nullptr);
+      providers::resolve_model(config.model, {});
     } catch (const std::invalid_argument& e) {
       top.fail("model", std::string("is not usable: ") + e.what());
     }
@@ -540,7 +541,10 @@ class Loader {
       stdio.args = mcp.get_or<std::vector<std::string>>("args", {});
       stdio.env = mcp.get_or<StringPairs>("env", {});
       stdio.inherit_env = mcp.get_or<std::vector<std::string>>("inherit_env", {});
-      if (auto cwd = mcp.get<std::string>("cwd")) stdio.working_directory = relative_to(mcp.file(), *cwd).string();
+      // The server starts in the file's directory unless `cwd` names another,
+      // so relative paths in `command` and `args` are relative to the file
+      // whatever directory agentkit runs from.
+      stdio.working_directory = relative_to(mcp.file(), mcp.get_or<std::string>("cwd", ".")).string();
       server.stdio = std::move(stdio);
     } else {
       for (const std::string key : {"args", "env", "inherit_env", "cwd"}) {

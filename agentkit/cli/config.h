@@ -47,7 +47,9 @@
 // and `cwd` (stdio), or `url` with `headers` (Streamable HTTP); `timeout_s`.
 // `${VAR}` in `env` and `headers` values is read from the environment.
 //
-// Relative paths are relative to the file that names them. In a sub-agent's
+// Relative paths are relative to the file that names them; a stdio MCP
+// server starts in that file's directory (or `cwd`), so relative paths in
+// its `command` and `args` are too. In a sub-agent's
 // file `autonomy`, `budget`, `session` and `egress` have no effect (the
 // calling run's apply); loading notes that as a warning.
 //
@@ -121,6 +123,7 @@ struct AgentConfig {
   std::string name;
   std::string description;
   std::string model;  // with "@<base URL>" when base_url is set
+  int model_line = 0;
   std::string api_key_env;
   int api_key_line = 0;
   std::string prompt;

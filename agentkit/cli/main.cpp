@@ -1,11 +1,13 @@
 // agentkit: run agents defined in YAML from the command line.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -28,11 +30,13 @@ Usage:
   agentkit --help | --version
 
 Commands:
-  run       Start a run of the agent on the task. Its text streams to stdout;
-            one status line per tool call goes to stderr. A call that needs
-            approval is asked about on a terminal ([a]pprove, [r]eject,
-            [e]dit its JSON arguments); otherwise the run is suspended, its id
-            printed with the command that resumes it, and agentkit exits 3.
+  run       Start a run of the agent on the task. Its id goes to stderr
+            first, its text streams to stdout, and every call's outcome is
+            a status line on stderr (refused calls and decisions included).
+            A call that needs approval is asked about on a terminal
+            ([a]pprove, [r]eject, [e]dit its JSON arguments); otherwise the
+            run is suspended, its id printed with the command that resumes
+            it, and agentkit exits 3.
   resume    Continue a suspended run, from this or another process, with
             decisions for its pending calls (a run whose process died
             mid-step is recovered from its last checkpoint). The definition
@@ -196,12 +200,30 @@ int validate(const std::vector<std::string>& args) {
 }
 
 // Library logs go to stderr (stdout carries the run's text or JSON), at the
-// level AGENTKIT_LOG names (warn by default).
-void configure_logging() {
+// level AGENTKIT_LOG names (warn by default). A name that is not one of the
+// levels is an error rather than silence: spdlog reads any unknown name as
+// "off".
+std::optional<std::string> configure_logging() {
+  static constexpr std::pair<std::string_view, spdlog::level::level_enum> kLevels[] = {
+      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+      {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+  spdlog::level::level_enum level = spdlog::level::warn;
+  if (const char* name = std::getenv("AGENTKIT_LOG"); name && *name) {
+    const auto it = std::find_if(std::begin(kLevels), std::end(kLevels), [&](const auto& l) { return l.first == name; });
+    if (it == std::end(kLevels)) {
+      std::string accepted;
+      for (const auto& l : kLevels) accepted += (accepted.empty() ? "" : ", ") + std::string(l.first);
+      std::string shown(name);
+      if (shown.size() > 20) shown = shown.substr(0, 20) + "...";
+      for (char& c : shown) c = std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+      return "AGENTKIT_LOG='" + shown + "' is not a log level; use one of: " + accepted;
+    }
+    level = it->second;
+  }
   auto logger = spdlog::stderr_color_mt("agentkit");
-  const char* level = std::getenv("AGENTKIT_LOG");
-  logger->set_level(level && *level ? spdlog::level::from_str(level) : spdlog::level::warn);
+  logger->set_level(level);
   spdlog::set_default_logger(std::move(logger));
+  return std::nullopt;
 }
 
 }  // namespace
@@ -221,7 +243,10 @@ int main(int argc, char** argv) {
     std::cout << "agentkit " << AGENTKIT_VERSION << "\n";
     return 0;
   }
-  configure_logging();
+  if (auto error = configure_logging()) {
+    std::cerr << "agentkit: " << *error << "\n";
+    return static_cast<int>(Exit::usage);
+  }
   install_interrupt_handler();
   if (command == "run") return run(args);
   if (command == "resume") return resume(args);

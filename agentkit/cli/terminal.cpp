@@ -141,6 +141,24 @@ Json fields(const RunSuspended& e) {
 Json fields(const RunFinished& e) {
   return {{"type", "run_finished"}, {"stop_reason", e.stop_reason}, {"output", e.output}};
 }
+Json fields(const ToolCallRefused& e) {
+  Json call = call_json(e.call);
+  return {{"type", "tool_call_refused"},
+          {"call_id", call["id"]},
+          {"name", call["name"]},
+          {"arguments", call["arguments"]},
+          {"error", e.error}};
+}
+Json fields(const ApprovalDecided& e) {
+  Json call = call_json(e.call);
+  Json out = {{"type", "approval_decided"},
+              {"call_id", call["id"]},
+              {"name", call["name"]},
+              {"arguments", call["arguments"]},
+              {"decision", e.decision}};
+  if (!e.reason.empty()) out["reason"] = e.reason;
+  return out;
+}
 Json fields(const Progress& e) { return {{"type", "progress"}, {"message", e.message}}; }
 Json fields(const McpProgress& e) {
   Json out = {{"type", "mcp_progress"},
@@ -206,7 +224,10 @@ Json result_json(const RunResult& result, const std::string& resume_command) {
 Terminal::Terminal(Options options, std::FILE* out, std::FILE* err) : options_(options), out_(out), err_(err) {}
 
 void Terminal::started(const std::string& run_id, const std::string& agent, bool resumed) {
-  if (!options_.json) return;
+  if (!options_.json) {
+    note((resumed ? "resuming run " : "run ") + run_id + " (agent " + first_line(agent, kPreviewChars) + ")");
+    return;
+  }
   const Json line = {{"type", "run_started"}, {"run_id", run_id}, {"agent", agent}, {"resumed", resumed}};
   std::fputs((canonical_dump(line) + "\n").c_str(), out_);
   std::fflush(out_);
@@ -257,6 +278,21 @@ void Terminal::show_text(const Event& event, bool nested) {
                    status(indent + finished_line(e, took(key), styled), key, {});
                    started_.erase(key);
                    spans_.erase(key);
+                 },
+                 [&](const ToolCallRefused& e) {
+                   status(indent + mark(styled, kRed, "✗") + " " + call_preview(e.call) + ": " +
+                              first_line(e.error, kErrorChars),
+                          {}, {});
+                 },
+                 [&](const ApprovalDecided& e) {
+                   std::string line = indent;
+                   if (e.decision == "rejected") {
+                     line += mark(styled, kYellow, "⊘") + " " + first_line(e.call.name, kPreviewChars) + " rejected";
+                     if (!e.reason.empty()) line += ": " + first_line(e.reason, kErrorChars);
+                   } else {
+                     line += mark(styled, kGreen, "✓") + " " + call_preview(e.call) + " " + e.decision;
+                   }
+                   status(line, {}, {});
                  },
                  [&](const Progress& e) { status(indent + "  · " + first_line(e.message, kErrorChars), {}, {}); },
                  [&](const McpProgress& e) {

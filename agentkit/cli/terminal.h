@@ -43,11 +43,14 @@ Json result_json(const RunResult& result, const std::string& resume_command);
 // Renders one run for the terminal or for a program.
 //
 // Human mode: assistant text goes to `out` (stdout) as it streams; status
-// lines go to `err` (stderr): "⋯ lookup(order_id: 'A-1')" when a call starts,
-// then "✓ lookup 12 ms", "✗ lookup: <error>", "⊘ refund denied: <why>" or
-// "⏸ refund needs approval". With `styled` (stderr is a terminal) the
-// finished line replaces the started one and symbols are coloured; otherwise
-// every line is plain and kept.
+// lines go to `err` (stderr): "run run-1f2e (agent support)" when the run
+// starts; "⋯ lookup(order_id: 'A-1')" when a call starts, then "✓ lookup
+// 12 ms", "✗ lookup: <error>", "⊘ refund denied: <why>" or "⏸ refund needs
+// approval"; "✗ lookup(...): <why>" for a call refused without running (an
+// unknown tool, arguments that are not JSON); "✓ refund(order_id: 'A-1')
+// approved" (or "edited") and "⊘ refund rejected: <why>" for decisions. With
+// `styled` (stderr is a terminal) the finished line replaces the started one
+// and symbols are coloured; otherwise every line is plain and kept.
 //
 // JSON mode: every event is one line on `out`; nothing else is written there.
 //
@@ -65,8 +68,10 @@ class Terminal {
 
   explicit Terminal(Options options, std::FILE* out = stdout, std::FILE* err = stderr);
 
-  // JSON mode: {"type": "run_started", "run_id", "agent", "resumed"}, the
-  // first line, so a program knows the id before the run ends.
+  // The run's id, before anything else of the run: on `err` in human mode
+  // ("run run-1f2e (agent support)", "resuming run ..."); in JSON mode the
+  // first line, {"type": "run_started", "run_id", "agent", "resumed"}, so a
+  // program knows the id before the run ends.
   void started(const std::string& run_id, const std::string& agent, bool resumed);
   void show(const Event& event, bool nested = false);
   // The outcome: the answer (unless it already streamed), the suspension

@@ -352,7 +352,10 @@ class ReActDriver final : public RunHandle::Driver {
           problem = e.what();
         }
       }
-      if (!problem.empty()) st_.outcomes[i] = CallOutcome{problem, true, "error"};
+      if (!problem.empty()) {
+        ctx_.emit(ToolCallRefused{call, problem});
+        st_.outcomes[i] = CallOutcome{problem, true, "error"};
+      }
     }
     st_.batch = message.tool_calls;
     st_.history.push_back(std::move(message));
@@ -475,9 +478,12 @@ class ReActDriver final : public RunHandle::Driver {
         std::string text = "A human reviewer rejected the call to '" + call.name + "'; it did not run.";
         if (it != decisions.end() && !it->second.message.empty()) text += " Reason: " + it->second.message;
         st_.outcomes[i] = CallOutcome{text, true, "denied"};
+        ctx_.emit(ApprovalDecided{call, "rejected", it == decisions.end() ? "" : it->second.message});
         continue;
       }
-      if (it->second.kind == Decision::Kind::edit) edit_call(i, it->second.arguments);
+      const bool edited = it->second.kind == Decision::Kind::edit;
+      if (edited) edit_call(i, it->second.arguments);
+      ctx_.emit(ApprovalDecided{st_.batch[i], edited ? "edited" : "approved", {}});
       st_.approved.push_back(id);
     }
     st_.pending.clear();

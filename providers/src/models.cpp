@@ -5,6 +5,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <agentkit/egress.h>
 #include <agentkit/providers/anthropic.h>
 #include <agentkit/providers/openai.h>
 
@@ -14,6 +15,20 @@ namespace {
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value ? std::string(value) : std::string();
+}
+
+// A base URL goes through the one strict URL parser before any key is sent
+// to it: without a scheme libcurl would guess http and send the key in
+// clear. The message never repeats the URL (it may carry credentials).
+void check_base_url(const std::string& url, const std::string& what) {
+  if (url.find("://") == std::string::npos) {
+    throw std::invalid_argument(what + " is not usable: it must start with https:// (or http://)");
+  }
+  try {
+    parse_url(url);
+  } catch (const UrlError& e) {
+    throw std::invalid_argument(what + " is not usable: " + e.what());
+  }
 }
 
 }  // namespace
@@ -26,43 +41,58 @@ ProviderSettings settings_from_environment(ProviderSettings s) {
   return s;
 }
 
-std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings& settings,
-                                  std::shared_ptr<Transport> transport) {
+ModelTarget resolve_model(std::string_view spec, const ProviderSettings& settings) {
+  const std::string_view named = spec.substr(0, spec.find('@'));  // never echo the URL
   const auto slash = spec.find('/');
-  const std::string_view provider = spec.substr(0, slash);
+  ModelTarget t;
+  t.provider = std::string(spec.substr(0, slash));
   std::string_view model = slash == std::string_view::npos ? std::string_view() : spec.substr(slash + 1);
   std::string base_url;
+  bool from_spec = false;
   if (auto at = model.find('@'); at != std::string_view::npos) {
     base_url = std::string(model.substr(at + 1));
     model = model.substr(0, at);
+    from_spec = true;
   }
-  if (!transport) transport = std::make_shared<Transport>();
-  if (!model.empty() && provider == "openai") {
-    OpenAIOptions o;
-    o.model = std::string(model);
-    o.api_key = settings.openai_api_key;
-    o.stream = settings.stream;
+  t.model = std::string(model);
+  if (t.model.empty() || (t.provider != "openai" && t.provider != "anthropic")) {
+    throw std::invalid_argument("unknown model '" + std::string(named) + (from_spec ? "@..." : "") +
+                                "': use openai/<model>, anthropic/<model> or <provider>/<model>@<base URL>");
+  }
+  const bool openai = t.provider == "openai";
+  t.api_key_variable = openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+  t.api_key = openai ? settings.openai_api_key : settings.anthropic_api_key;
+  if (from_spec) {
+    if (base_url.empty()) throw std::invalid_argument("model '" + std::string(named) + "@': the base URL is empty");
+    check_base_url(base_url, "model '" + std::string(named) + "': the base URL after '@'");
+  } else {
+    base_url = openai ? settings.openai_base_url : settings.anthropic_base_url;
     if (!base_url.empty()) {
-      o.base_url = base_url;
-    } else if (!settings.openai_base_url.empty()) {
-      o.base_url = settings.openai_base_url;
+      check_base_url(base_url, openai ? "the OpenAI base URL (OPENAI_BASE_URL)" : "the Anthropic base URL (ANTHROPIC_BASE_URL)");
     }
+  }
+  t.base_url = std::move(base_url);
+  return t;
+}
+
+std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings& settings,
+                                  std::shared_ptr<Transport> transport) {
+  ModelTarget t = resolve_model(spec, settings);
+  if (!transport) transport = std::make_shared<Transport>();
+  if (t.provider == "openai") {
+    OpenAIOptions o;
+    o.model = std::move(t.model);
+    o.api_key = std::move(t.api_key);
+    o.stream = settings.stream;
+    if (!t.base_url.empty()) o.base_url = std::move(t.base_url);
     return std::make_shared<OpenAIChatModel>(std::move(transport), std::move(o));
   }
-  if (!model.empty() && provider == "anthropic") {
-    AnthropicOptions o;
-    o.model = std::string(model);
-    o.api_key = settings.anthropic_api_key;
-    o.stream = settings.stream;
-    if (!base_url.empty()) {
-      o.base_url = base_url;
-    } else if (!settings.anthropic_base_url.empty()) {
-      o.base_url = settings.anthropic_base_url;
-    }
-    return std::make_shared<AnthropicModel>(std::move(transport), std::move(o));
-  }
-  throw std::invalid_argument("unknown model '" + std::string(spec) +
-                              "': use openai/<model>, anthropic/<model> or openai/<model>@<base URL>");
+  AnthropicOptions o;
+  o.model = std::move(t.model);
+  o.api_key = std::move(t.api_key);
+  o.stream = settings.stream;
+  if (!t.base_url.empty()) o.base_url = std::move(t.base_url);
+  return std::make_shared<AnthropicModel>(std::move(transport), std::move(o));
 }
 
 ModelResolver model_resolver(ProviderSettings settings, std::shared_ptr<Transport> transport) {

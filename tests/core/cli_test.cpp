@@ -279,6 +279,22 @@ std::string refund_tool(const WireServer& server) {
          "        - {name: order_id, description: The order to refund}\n";
 }
 
+// One turn calling `name` with `arguments` exactly as the model wrote them.
+WireServer::Response raw_call(const std::string& id, const std::string& name, const std::string& arguments) {
+  return sse({{{"tool_calls",
+                {{{"index", 0}, {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}}}}}},
+             "tool_calls");
+}
+
+// The lines of `lines` whose type is `type`.
+std::vector<Json> of_type(const std::vector<Json>& lines, const std::string& type) {
+  std::vector<Json> out;
+  for (const Json& line : lines) {
+    if (line.value("type", "") == type) out.push_back(line);
+  }
+  return out;
+}
+
 std::vector<Json> json_lines(const std::string& text) {
   std::vector<Json> lines;
   std::istringstream in(text);
@@ -895,6 +911,183 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     CHECK(help.exit_code == 0);
     CHECK(help.out.find("Exit codes:") != std::string::npos);
   }
+}
+
+TEST_CASE("a base URL without a scheme is refused in the model string as in base_url, before any request",
+          "[cli][config]") {
+  TempDir dir;
+  WireServer model;
+  std::string host_port = model.base_url();
+  host_port.erase(0, host_port.find("://") + 3);  // 127.0.0.1:PORT
+  const auto file = dir.write("a.yaml",
+                              "name: atlas\nmodel: openai/gpt-test@" + host_port +
+                                  "/v1\napi_key_env: AGENTKIT_TEST_KEY\nprompt: You answer questions.\n");
+  const Outcome v = run_cli(dir, {"validate", file.string()});
+  CHECK(v.exit_code == 2);
+  CHECK(v.err.find("a.yaml:2: 'model' in agent is not usable: model 'openai/gpt-test': the base URL after '@' is not "
+                   "usable: it must start with https:// (or http://)") != std::string::npos);
+  const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
+  CHECK(r.exit_code == 2);
+  CHECK(model.requests().empty());
+  CHECK(r.err.find(kApiKey) == std::string::npos);
+
+  SECTION("and so is OPENAI_BASE_URL without a scheme") {
+    const auto env = dir.write("e.yaml", "name: atlas\nmodel: openai/gpt-test\nprompt: You answer questions.\n");
+    const Outcome e = run_cli(dir, {"run", env.string(), "Hi", "--store", dir.store()},
+                              {"OPENAI_BASE_URL=" + host_port + "/v1", "OPENAI_API_KEY=" + kApiKey});
+    CHECK(e.exit_code == 2);
+    CHECK(e.err.find("the OpenAI base URL (OPENAI_BASE_URL) is not usable: it must start with https://") !=
+          std::string::npos);
+    CHECK(model.requests().empty());
+  }
+}
+
+TEST_CASE("a missing API key variable is named before any request, exit 2", "[cli][config]") {
+  TempDir dir;
+  WireServer proxy;  // every HTTPS request of the child would go here
+  const std::vector<std::string> env = {"https_proxy=" + proxy.base_url(), "HTTPS_PROXY=" + proxy.base_url()};
+  SECTION("OpenAI") {
+    const auto file = dir.write("a.yaml", "name: atlas\nmodel: openai/gpt-4o-mini\nprompt: You answer questions.\n");
+    const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()}, env);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("a.yaml:2: environment variable 'OPENAI_API_KEY' is not set; openai/gpt-4o-mini needs its API "
+                     "key there (or name another variable with api_key_env)") != std::string::npos);
+  }
+  SECTION("Anthropic") {
+    const auto file = dir.write("a.yaml", "name: atlas\nmodel: anthropic/claude-test\nprompt: You answer questions.\n");
+    const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()}, env);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("environment variable 'ANTHROPIC_API_KEY' is not set") != std::string::npos);
+  }
+  CHECK(proxy.requests().empty());
+}
+
+TEST_CASE("an unknown AGENTKIT_LOG level is an error naming the accepted ones", "[cli][config]") {
+  TempDir dir;
+  WireServer model;
+  const auto file = dir.write("a.yaml", agent_yaml(model));
+  const Outcome bad = run_cli(dir, {"validate", file.string()}, {"AGENTKIT_LOG=verbose"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("AGENTKIT_LOG='verbose' is not a log level; use one of: trace, debug, info, warn, error, off") !=
+        std::string::npos);
+  CHECK(run_cli(dir, {"validate", file.string()}, {"AGENTKIT_LOG=debug"}).exit_code == 0);
+  CHECK(run_cli(dir, {"validate", file.string()}, {"AGENTKIT_LOG="}).exit_code == 0);  // unset: warn
+}
+
+TEST_CASE("the run id is shown when the run starts, not only at a suspension", "[cli]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(answer({"Hello."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+  const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "Hello.\n");  // stdout stays the answer
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, std::regex("^run (run-[0-9a-f]+) \\(agent atlas\\)\n")));
+  const std::string run_id = m[1];
+  // The id is the run's: resume knows it.
+  const Outcome again = run_cli(dir, {"resume", run_id, "--store", dir.store()});
+  CHECK(again.err.find("run " + run_id + " already ended (answered)") != std::string::npos);
+}
+
+TEST_CASE("calls refused before running are events on the terminal and in --json", "[cli]") {
+  TempDir dir;
+  WireServer model;
+  auto script = [&] {
+    model.enqueue(calls({{"c1", "cancel_order", {{"order_id", "A-1"}}}}));
+    model.enqueue(raw_call("c2", "memory", "{\"command\": \"view\", "));
+    model.enqueue(answer({"I cannot do that."}));
+  };
+  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - memory:\n"));
+
+  SECTION("terminal") {
+    script();
+    const Outcome r = run_cli(dir, {"run", file.string(), "Cancel A-1", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    // Arguments the run did not parse are shown as the model wrote them.
+    CHECK(r.err.find("✗ cancel_order({\"order_id\":\"A-1\"}): unknown tool 'cancel_order'. Advertised tools: "
+                     "['memory']\n") != std::string::npos);
+    CHECK(r.err.find("✗ memory({\"command\": \"view\", ): ") != std::string::npos);
+  }
+  SECTION("--json") {
+    script();
+    const Outcome r = run_cli(dir, {"run", file.string(), "Cancel A-1", "--json", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    const auto refused = of_type(json_lines(r.out), "tool_call_refused");
+    REQUIRE(refused.size() == 2);
+    CHECK(refused[0]["call_id"] == "c1");
+    CHECK(refused[0]["name"] == "cancel_order");
+    CHECK(refused[0]["arguments"] == "{\"order_id\":\"A-1\"}");  // the text, not parsed
+    CHECK(refused[0]["error"].get<std::string>().rfind("unknown tool 'cancel_order'", 0) == 0);
+    CHECK(refused[1]["call_id"] == "c2");
+    CHECK(refused[1]["arguments"] == "{\"command\": \"view\", ");
+    CHECK(!refused[1]["error"].get<std::string>().empty());
+  }
+}
+
+TEST_CASE("decisions are events: a rejection, an approval with --yes", "[cli][approval]") {
+  TempDir dir;
+  WireServer model, shop;
+  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-9"}}); });
+  model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
+  model.enqueue(answer({"Done."}));
+  const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
+
+  SECTION("--yes approves on the terminal and says so") {
+    const Outcome r = run_cli(dir, {"run", file.string(), "Refund A-1", "--yes", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("⏸ refund needs approval\n✓ refund(order_id: 'A-1') approved\n") != std::string::npos);
+    CHECK(shop.requests().size() == 1);
+  }
+  SECTION("--yes --json: an approval_decided line before the call starts") {
+    const Outcome r = run_cli(dir, {"run", file.string(), "Refund A-1", "--yes", "--json", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    const auto lines = json_lines(r.out);
+    const auto decided = of_type(lines, "approval_decided");
+    REQUIRE(decided.size() == 1);
+    CHECK(decided[0]["call_id"] == "c1");
+    CHECK(decided[0]["decision"] == "approved");
+    const auto at = std::find(lines.begin(), lines.end(), decided[0]);
+    CHECK(std::find_if(at, lines.end(), [](const Json& l) { return l["type"] == "tool_call_started"; }) != lines.end());
+  }
+  SECTION("--reject in resume, on the terminal and in --json") {
+    const Outcome first = run_cli(dir, {"run", file.string(), "Refund A-1", "--json", "--store", dir.store()});
+    REQUIRE(first.exit_code == 3);
+    const std::string run_id = json_lines(first.out).front()["run_id"];
+    const Outcome r =
+        run_cli(dir, {"resume", run_id, "--reject", "c1:not damaged", "--json", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    const auto decided = of_type(json_lines(r.out), "approval_decided");
+    REQUIRE(decided.size() == 1);
+    CHECK(decided[0]["decision"] == "rejected");
+    CHECK(decided[0]["reason"] == "not damaged");
+    CHECK(shop.requests().empty());
+  }
+  SECTION("--reject, human mode") {
+    const Outcome first = run_cli(dir, {"run", file.string(), "Refund A-1", "--store", dir.store()});
+    REQUIRE(first.exit_code == 3);
+    const Outcome r = run_cli(dir, {"resume", run_id_in(first.out), "--reject", "c1:not damaged", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("⊘ refund rejected: not damaged\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("MCP args resolve relative to the YAML file, from any working directory", "[cli][mcp]") {
+  TempDir dir;
+  WireServer model;
+  fs::create_directories(dir.path / "agents");
+  dir.write("agents/server.sh", kShellMcpServer);
+  model.enqueue(calls({{"m1", "sh_echo", {{"text", "ping"}}}}));
+  model.enqueue(answer({"Pong."}));
+  // No cwd: the server starts in the file's directory, wherever agentkit runs.
+  const auto file =
+      dir.write("agents/atlas.yaml", agent_yaml(model, "tools:\n  - mcp: {name: sh, command: sh, args: [server.sh]}\n"));
+  REQUIRE(fs::current_path() != dir.path / "agents");
+  const Outcome r = run_cli(dir, {"run", file.string(), "Ping the server", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("✓ sh_echo") != std::string::npos);
+  REQUIRE(model.requests().size() == 2);
+  CHECK(Json::parse(model.requests()[1].body)["messages"].back()["content"] == "pong from sh");
 }
 
 #endif  // AGENTKIT_CLI

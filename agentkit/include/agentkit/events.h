@@ -29,6 +29,24 @@ struct ToolCallStarted {
   ToolCall call;
   std::string status;  // the tool's status line
 };
+// A call the model asked for that the run refused without starting it: an
+// unknown tool, an empty name, a duplicate call id, or arguments that are
+// not a JSON object within the limits. `error` is the error result the model
+// gets for the call. No ToolCallStarted or ToolCallFinished comes for it.
+struct ToolCallRefused {
+  ToolCall call;
+  std::string error;
+};
+// A decision on a call that was awaiting approval, applied as its run
+// resumes. `decision` is "approved", "edited" (approved with new arguments,
+// which `call` carries) or "rejected" (`reason` is what the model is told;
+// a pending call given no decision is rejected). An approved or edited call
+// then starts as usual; a rejected one never runs.
+struct ApprovalDecided {
+  ToolCall call;
+  std::string decision;
+  std::string reason;
+};
 struct ToolCallFinished {
   std::string call_id;
   std::string name;
@@ -52,7 +70,9 @@ struct RunFinished {
   std::string stop_reason;
   std::string output;
 };
-// A progress note from a tool (`ctx.emit(Progress{...})`).
+// A progress note from a tool (`ctx.emit(Progress{...})`), delivered like
+// every other event: to the observer, or drained from the run's handle, on
+// the host's thread even when the tool runs on an executor.
 struct Progress {
   std::string message;
 };
@@ -68,7 +88,8 @@ struct McpProgress {
 };
 
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
-                           RunSuspended, RunFinished, Progress, McpProgress, TextDelta>;
+                           RunSuspended, RunFinished, Progress, McpProgress, TextDelta, ToolCallRefused,
+                           ApprovalDecided>;
 
 // Receives events. Every method defaults to a no-op; override what you need.
 // Called on the thread that drives the run (the host's thread for handles).

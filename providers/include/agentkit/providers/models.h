@@ -5,10 +5,16 @@
 //   "anthropic/<model>"              Anthropic Messages
 //   "openai/<model>@<base URL>"      any OpenAI-compatible server (Ollama /v1,
 //                                    vLLM, llama.cpp server, a loopback stub)
+//   "anthropic/<model>@<base URL>"   an Anthropic-compatible server or proxy
 //
 // Keys come from ProviderSettings or, when empty, OPENAI_API_KEY /
 // ANTHROPIC_API_KEY; base URLs from OPENAI_BASE_URL / ANTHROPIC_BASE_URL as
 // the official SDKs read them. Keys are never logged or put in errors.
+//
+// Every base URL (after '@' or from the settings) must be an absolute http
+// or https URL that agentkit::parse_url accepts: "127.0.0.1:8080/v1" (no
+// scheme, which libcurl would read as plain http and so send the key in
+// clear) and URLs with credentials are refused with std::invalid_argument.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,8 +36,24 @@ struct ProviderSettings {
 // ANTHROPIC_API_KEY, OPENAI_BASE_URL and ANTHROPIC_BASE_URL.
 ProviderSettings settings_from_environment(ProviderSettings overrides = {});
 
-// The adapter for `spec`; throws std::invalid_argument naming the accepted
-// forms for an unknown one.
+// What a model string resolves to under `settings`, without building an
+// adapter (e.g. to check a definition, or that a key is there, before any
+// request).
+struct ModelTarget {
+  std::string provider;                // "openai" or "anthropic"
+  std::string model;                   // the provider's model name
+  std::string base_url;                // checked; empty: the provider's own API
+  std::string api_key;                 // from `settings`; may be empty
+  std::string_view api_key_variable;   // where settings_from_environment reads it: OPENAI_API_KEY, ...
+};
+
+// Parses and checks `spec` (see the forms above). Throws
+// std::invalid_argument naming the accepted forms for an unknown provider or
+// a missing model name, and saying what is wrong with a base URL (never
+// repeating it).
+ModelTarget resolve_model(std::string_view spec, const ProviderSettings& settings);
+
+// The adapter for `spec`; throws std::invalid_argument as resolve_model().
 std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings& settings,
                                   std::shared_ptr<Transport> transport);
 
