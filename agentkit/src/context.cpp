@@ -2,8 +2,11 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 
 namespace agentkit {
@@ -50,6 +53,55 @@ std::optional<std::string> Budget::exhausted(std::int64_t extra_tool_calls) cons
     return "wall_time limit " + std::to_string(limits_.wall_time->count()) + " ms reached";
   }
   return std::nullopt;
+}
+
+// A child's stop_source is stopped by a callback registered on its parent's
+// stop_token, so cancelling a parent reaches every descendant without any
+// token walking the tree; destroying a child deregisters it.
+struct CancellationToken::State {
+  struct Forward {
+    std::stop_source target;
+    void operator()() const noexcept { std::stop_source(target).request_stop(); }
+  };
+
+  std::stop_source source;
+  std::optional<Clock::time_point> deadline;
+  std::optional<std::stop_callback<Forward>> link;  // to the parent; declared last, destroyed first
+};
+
+CancellationToken::CancellationToken() : state_(std::make_shared<State>()) {}
+
+void CancellationToken::cancel() const noexcept { state_->source.request_stop(); }
+
+bool CancellationToken::stop_requested() const noexcept { return state_->source.stop_requested(); }
+
+bool CancellationToken::past_deadline() const noexcept {
+  return state_->deadline && Clock::now() >= *state_->deadline;
+}
+
+std::optional<CancellationToken::Clock::time_point> CancellationToken::deadline() const noexcept {
+  return state_->deadline;
+}
+
+std::stop_token CancellationToken::stop_token() const noexcept { return state_->source.get_token(); }
+
+CancellationToken CancellationToken::child(std::optional<Clock::time_point> deadline) const {
+  auto state = std::make_shared<State>();
+  state->deadline = state_->deadline;
+  if (deadline && (!state->deadline || *deadline < *state->deadline)) state->deadline = deadline;
+  // Registered after the child's own state exists; a parent already
+  // cancelled stops the child here, on this thread.
+  state->link.emplace(state_->source.get_token(), State::Forward{state->source});
+  return CancellationToken(std::move(state));
+}
+
+void CancellationToken::sleep_for(Clock::duration duration) const {
+  auto until = Clock::now() + duration;
+  if (state_->deadline) until = std::min(until, *state_->deadline);
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  std::unique_lock lock(mutex);
+  wake.wait_until(lock, stop_token(), until, [] { return false; });
 }
 
 void EventQueue::push(Event e) {

@@ -133,8 +133,8 @@ ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
 Invoker::Invoker() : Invoker(std::vector<Middleware>{}) {}
 
 // Each Next owns (shared) copies of its layer and of the rest of the chain
-// rather than pointing into the Invoker, so a copy taken by timeout()'s
-// detached thread stays valid even if the Invoker is destroyed first.
+// rather than pointing into the Invoker, so a call still running on a worker
+// after its run was abandoned stays valid even if the Invoker is destroyed.
 Invoker::Invoker(std::vector<Middleware> chain) : chain_(std::move(chain)) {
   nexts_.resize(chain_.size() + 1);
   nexts_.back() = run_tool;

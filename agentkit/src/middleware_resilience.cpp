@@ -5,14 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 
 namespace agentkit {
@@ -45,32 +42,6 @@ class Backoff {
   std::mt19937 rng_;
 };
 
-// Sleeps in short slices so a cancelled run stops waiting promptly.
-void sleep_unless_cancelled(milliseconds delay, const RunContext& ctx) {
-  constexpr milliseconds kSlice{10};
-  const auto until = std::chrono::steady_clock::now() + delay;
-  while (!ctx.cancelled()) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= until) return;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, kSlice));
-  }
-}
-
-// State shared between a timed-out caller and the thread still running the
-// call: the thread owns copies of everything it touches.
-struct Flight {
-  Flight(ToolRequest r, RunContext c, Next n) : request(std::move(r)), ctx(std::move(c)), next(std::move(n)) {}
-
-  ToolRequest request;
-  RunContext ctx;
-  Next next;
-  std::mutex mutex;
-  std::condition_variable finished;
-  bool done = false;
-  std::optional<ToolResult> result;
-  std::exception_ptr error;
-};
-
 }  // namespace
 
 Middleware retry(RetryPolicy policy) {
@@ -87,7 +58,7 @@ Middleware retry(RetryPolicy policy) {
     for (int n = 1; n <= attempts; ++n) {
       if (n > 1) {
         if (ctx.cancelled()) break;
-        sleep_unless_cancelled(backoff->delay(n - 1), ctx);
+        ctx.cancellation.sleep_for(backoff->delay(n - 1));
         if (ctx.cancelled()) break;
       }
       attempt.attempt = n;
@@ -106,34 +77,43 @@ Middleware retry(RetryPolicy policy) {
 
 Middleware timeout(milliseconds limit) {
   return [limit](const ToolRequest& req, RunContext& ctx, const Next& next) {
-    // The thread may outlive this call, so it gets its own request, context
-    // and Next; the caller's references may be gone by the time it ends.
-    auto flight = std::make_shared<Flight>(req, ctx, next);
-    std::thread([flight] {
-      std::optional<ToolResult> result;
-      std::exception_ptr error;
-      try {
-        result = flight->next(flight->request, flight->ctx);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard lock(flight->mutex);
-      flight->result = std::move(result);
-      flight->error = error;
-      flight->done = true;
-      flight->finished.notify_all();
-    }).detach();
+    // The call runs here, on the caller's thread, under a token of its own
+    // whose deadline is the limit: a tool that watches ctx.cancelled() stops
+    // there. Nothing is left running once this returns, so retry() can never
+    // start a second copy beside the first.
+    const CancellationToken outer = ctx.cancellation;
+    const CancellationToken own = outer.child(CancellationToken::Clock::now() + limit);
+    struct Restore {
+      RunContext& ctx;
+      const CancellationToken& outer;
+      ~Restore() { ctx.cancellation = outer; }
+    } restore{ctx, outer};
+    ctx.cancellation = own;
 
-    std::unique_lock lock(flight->mutex);
-    if (!flight->finished.wait_for(lock, limit, [&] { return flight->done; })) {
+    std::optional<ToolResult> result;
+    std::exception_ptr error;
+    try {
+      result = next(req, ctx);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // Our limit, not a cancel or a deadline from further out, ended the
+    // call; and it ended without a result that says what happened. A result
+    // the body did return (ok, or one saying it did not run) is the truth and
+    // stands; the ledger has recorded it either way.
+    const bool timed_out = own.past_deadline() && !outer.cancelled();
+    const bool settled = result && (result->is_ok() || result->status == ToolResult::Status::denied ||
+                                    result->status == ToolResult::Status::awaiting_approval ||
+                                    result->status == ToolResult::Status::outcome_unknown);
+    if (timed_out && !settled) {
       const std::string what = "tool '" + req.name + "' timed out after " + std::to_string(limit.count()) + " ms";
       if (req.effectively_side_effecting()) {
         return ToolResult::outcome_unknown(what + "; it may or may not have taken effect, so it was not retried");
       }
       return ToolResult::error(what, true);
     }
-    if (flight->error) std::rethrow_exception(flight->error);
-    return std::move(*flight->result);
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
   };
 }
 

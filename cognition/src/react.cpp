@@ -1,8 +1,10 @@
 #include <agentkit/cognition/react.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -15,30 +17,53 @@
 namespace agentkit::cognition {
 namespace {
 
-// Completion signal for work running on the executor.
+// Completion signal for work running on the executor. The work holds it
+// (shared), so it outlives a driver that stopped waiting.
 struct Pending {
   std::mutex mutex;
-  std::condition_variable cv;
+  std::condition_variable_any cv;
   int outstanding = 0;
+  std::function<void()> when_idle;  // run by the last work to finish, once
 
   void add(int n) {
     std::lock_guard lock(mutex);
     outstanding += n;
   }
   void finish_one() {
+    std::function<void()> last;
     {
       std::lock_guard lock(mutex);
-      --outstanding;
+      if (--outstanding == 0) last = std::exchange(when_idle, nullptr);
     }
     cv.notify_all();
+    if (last) last();
   }
   bool idle() {
     std::lock_guard lock(mutex);
     return outstanding == 0;
   }
-  void wait_idle() {
+  // Blocks until the work is done or `cancel` is cancelled (or past its
+  // deadline), whichever comes first.
+  void wait_idle(const CancellationToken& cancel) {
     std::unique_lock lock(mutex);
-    cv.wait(lock, [&] { return outstanding == 0; });
+    const auto idle = [&] { return outstanding == 0; };
+    if (auto deadline = cancel.deadline()) {
+      cv.wait_until(lock, cancel.stop_token(), *deadline, idle);
+    } else {
+      cv.wait(lock, cancel.stop_token(), idle);
+    }
+  }
+  // Runs `action` now when nothing is outstanding, otherwise when the last
+  // work finishes (on its thread).
+  void then(std::function<void()> action) {
+    {
+      std::lock_guard lock(mutex);
+      if (outstanding != 0) {
+        when_idle = std::move(action);
+        return;
+      }
+    }
+    action();
   }
 };
 
@@ -50,9 +75,32 @@ struct ModelSlot {
   std::exception_ptr error;
 };
 
+// One call of the batch in flight. The engine tells a call that never
+// started (it may say "not run") from one that started (it may have taken
+// effect) and from one that finished (its result is the record).
 struct CallSlot {
+  enum Stage : int { not_started, started, finished, skipped };
+
   ToolRequest request;
+  RunContext ctx;  // the call's own: its token is a child of the run's
   ToolResult result;
+  std::atomic<int> stage{not_started};  // result is written before `finished`
+
+  // The one place a call starts: never once it was skipped or cancelled.
+  bool begin() {
+    int expected = not_started;
+    if (ctx.cancelled()) {
+      stage.compare_exchange_strong(expected, skipped);
+      return false;
+    }
+    return stage.compare_exchange_strong(expected, started);
+  }
+  // The stage as the engine settles it: a call not yet started never will.
+  Stage settle() {
+    int expected = not_started;
+    if (stage.compare_exchange_strong(expected, skipped)) return skipped;
+    return static_cast<Stage>(expected);
+  }
 };
 
 // The answer text as JSON: the whole text, or the body of a ```json fence.
@@ -75,9 +123,13 @@ using Issue = Approval (*)(const ToolRequest&, Json);
 
 class ReActDriver final : public RunHandle::Driver {
  public:
+  // The driver keeps its own copy of the agent, and through it the cognition
+  // and its tools, so the host may drop the Agent (and the handle) while work
+  // is in flight: the work shares the copy (agent_owner_).
   ReActDriver(const Agent& agent, const ReActCognition& cognition, Issue issue, RunState state, Decisions decisions,
               RunContext ctx, std::unique_ptr<Checkpoint> checkpoint)
-      : agent_(agent),
+      : agent_owner_(std::make_shared<const Agent>(agent)),
+        agent_(*agent_owner_),
         cognition_(cognition),
         issue_(issue),
         st_(std::move(state)),
@@ -85,6 +137,8 @@ class ReActDriver final : public RunHandle::Driver {
         checkpoint_(std::move(checkpoint)) {
     if (st_.run_id.empty()) st_.run_id = RunContext::new_id("run");
     st_.agent = agent_.name();
+    // The run's own token: cancel() stops this run, not the host's context.
+    ctx_.cancellation = ctx_.cancellation.child();
     ctx_.correlation_id = st_.run_id;
     if (ctx_.span_id.empty()) ctx_.span_id = RunContext::new_id("span");
     ctx_.events = events_;
@@ -105,7 +159,9 @@ class ReActDriver final : public RunHandle::Driver {
 
   ~ReActDriver() override {
     // Work on the executor holds its own shared state; nothing to join. A
-    // cancelled run's late results are dropped.
+    // handle dropped mid-run cancels it, so cooperative work ends soon; late
+    // results are dropped (a durable run's ledger still records them).
+    if (!done_) ctx_.cancellation.cancel();
   }
 
   bool poll() override {
@@ -118,7 +174,7 @@ class ReActDriver final : public RunHandle::Driver {
     if (in_flight_) {
       in_flight_->wait(std::chrono::milliseconds(10));
     } else if (pending_) {
-      pending_->wait_idle();
+      pending_->wait_idle(ctx_.cancellation);
     }
   }
 
@@ -174,11 +230,22 @@ class ReActDriver final : public RunHandle::Driver {
   // The final save, the cleanup and the session update of a run that
   // is over (or suspended). A run that lost its checkpoint to another process
   // leaves all three to that process. Failures are logged: the result stands.
-  void persist_end() {
+  void persist_end(const std::shared_ptr<Pending>& abandoned) {
     if (!checkpoint_) return;
     try {
       if (!checkpoint_->save(st_) || st_.phase != Phase::done) return;
-      checkpoint_->tidy();
+      if (abandoned) {
+        abandoned->then([checkpoint = checkpoint_, run_id = st_.run_id, logger = ctx_.logger] {
+          try {
+            checkpoint->tidy();
+          } catch (const std::exception& e) {
+            (logger ? logger : spdlog::default_logger())
+                ->error("run '{}': tidying its store after its last call ended failed: {}", run_id, e.what());
+          }
+        });
+      } else {
+        checkpoint_->tidy();
+      }
       if (!st_.session.empty() && ctx_.store) {
         append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
       }
@@ -239,9 +306,10 @@ class ReActDriver final : public RunHandle::Driver {
     model_slot_->tools = specs_;
     pending_ = std::make_shared<Pending>();
     pending_->add(1);
+    // slot->tools and output_schema point into the agent copy the work holds.
     executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
-                      name = agent_.model(), prompt = agent_.prompt(), output_schema]() mutable {
-      ModelRequest request{name, prompt, slot->messages, slot->tools, output_schema};
+                      agent = agent_owner_, output_schema]() mutable {
+      ModelRequest request{agent->model(), agent->prompt(), slot->messages, slot->tools, output_schema};
       try {
         slot->response = model->complete(request, ctx);
       } catch (...) {
@@ -381,10 +449,13 @@ class ReActDriver final : public RunHandle::Driver {
     calls_ = std::make_shared<std::vector<CallSlot>>(to_run.size());
     call_index_ = to_run;
     st_.tool_calls += static_cast<int>(to_run.size());
+    const auto deadline = call_deadline();
     for (std::size_t k = 0; k < to_run.size(); ++k) {
       const ToolCall& call = st_.batch[to_run[k]];
       ToolPtr tool = cognition_.tools().find(call.name);
       auto& slot = (*calls_)[k];
+      slot.ctx = worker_context();
+      slot.ctx.cancellation = ctx_.cancellation.child(deadline);
       slot.request.call_id = call.id;
       slot.request.name = call.name;
       slot.request.arguments = call.arguments;
@@ -400,24 +471,86 @@ class ReActDriver final : public RunHandle::Driver {
     }
     auto executor = ctx_.executor;
     if (!executor || executor->inline_execution()) {
-      for (auto& slot : *calls_) run_call(slot, ctx_);
+      for (auto& slot : *calls_) {
+        slot.ctx.executor = ctx_.executor;
+        run_call(slot);
+      }
       return;
     }
     pending_ = std::make_shared<Pending>();
     pending_->add(static_cast<int>(to_run.size()));
     for (std::size_t k = 0; k < to_run.size(); ++k) {
-      executor->submit([calls = calls_, k, pending = pending_, ctx = worker_context()]() mutable {
-        run_call((*calls)[k], ctx);
+      // The work owns what it touches (the slots and their requests and
+      // contexts), never the driver: the host may drop the handle.
+      executor->submit([calls = calls_, k, pending = pending_]() {
+        run_call((*calls)[k]);
         pending->finish_one();
       });
     }
   }
 
-  static void run_call(CallSlot& slot, RunContext& ctx) {
+  // A call's deadline: when the run's wall_time budget runs out, if it has
+  // one (timeout() may set an earlier one for its part of the chain).
+  std::optional<CancellationToken::Clock::time_point> call_deadline() const {
+    const auto& wall_time = ctx_.budget->limits().wall_time;
+    if (!wall_time) return std::nullopt;
+    return CancellationToken::Clock::now() + (*wall_time - ctx_.budget->elapsed());
+  }
+
+  static void run_call(CallSlot& slot) {
+    if (!slot.begin()) return;
     try {
-      slot.result = ctx.invoker->invoke_tool(slot.request, ctx);
+      slot.result = slot.ctx.invoker->invoke_tool(slot.request, slot.ctx);
     } catch (...) {
       slot.result = ToolResult::error(failure_text(std::current_exception()));
+    }
+    slot.stage.store(CallSlot::finished, std::memory_order_release);
+  }
+
+  // What the run records for a call of the batch in flight, when the run
+  // ends (`stopping`) or collects the batch; nullopt: it never started.
+  // Awaiting approval comes back as is.
+  std::optional<ToolResult> settled_result(CallSlot& slot, std::optional<StopReason> stopping) const {
+    switch (slot.settle()) {
+      case CallSlot::finished:
+        return slot.result;
+      case CallSlot::started: {
+        const std::string why = "the run stopped (" + std::string(to_string(stopping.value_or(StopReason::failed))) +
+                                ") while this call was running, before it returned";
+        if (slot.request.effectively_side_effecting()) {
+          return ToolResult::outcome_unknown("Outcome unknown: " + why + "; it may or may not have taken effect.");
+        }
+        return ToolResult::error("Interrupted: " + why + "; its result was not awaited.");
+      }
+      case CallSlot::not_started:
+      case CallSlot::skipped:
+        break;
+    }
+    return std::nullopt;
+  }
+
+  // Records the outcomes of the batch in flight (a call awaiting approval
+  // joins st_.pending). `stopping`: the run is ending, so calls still running
+  // are abandoned (their late results go nowhere but the ledger) and calls
+  // not run are left for finish() to mark.
+  void record_calls(std::vector<CallSlot>& calls, std::optional<StopReason> stopping) {
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const std::size_t i = call_index_[k];
+      const ToolCall& call = st_.batch[i];
+      std::optional<ToolResult> r = settled_result(calls[k], stopping);
+      if (!r) {
+        if (!stopping) st_.outcomes[i] = CallOutcome{"Not run: the call was cancelled before it started.", true, "interrupted"};
+        continue;  // a stopping run says "Not run" for it below
+      }
+      if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
+      std::string status(to_string(r->status));
+      std::string text = r->model_text();
+      ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
+      if (r->status == ToolResult::Status::awaiting_approval) {
+        st_.pending.push_back(call.id);
+      } else {
+        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), std::move(status)};
+      }
     }
   }
 
@@ -425,19 +558,7 @@ class ReActDriver final : public RunHandle::Driver {
     if (busy()) return;
     auto calls = std::exchange(calls_, nullptr);
     bool bad_call = false;
-    for (std::size_t k = 0; k < calls->size(); ++k) {
-      const std::size_t i = call_index_[k];
-      const ToolResult& r = (*calls)[k].result;
-      const ToolCall& call = st_.batch[i];
-      std::string status(to_string(r.status));
-      std::string text = r.model_text();
-      ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
-      if (r.status == ToolResult::Status::awaiting_approval) {
-        st_.pending.push_back(call.id);
-      } else {
-        st_.outcomes[i] = CallOutcome{std::move(text), !r.is_ok(), std::move(status)};
-      }
-    }
+    record_calls(*calls, std::nullopt);
     for (const auto& outcome : st_.outcomes) bad_call = bad_call || (outcome && outcome->outcome == "error");
     if (!st_.pending.empty()) {
       st_.phase = Phase::suspended;
@@ -513,6 +634,15 @@ class ReActDriver final : public RunHandle::Driver {
 
   void finish(StopReason reason, std::string error) {
     if (done_) return;
+    // Calls in flight: a finished one keeps its result, a started one is
+    // abandoned (outcome_unknown when side-effecting), one not started never
+    // will be. Work still running holds its own state; the store is tidied
+    // only after the last of it ends, so its late ledger record is not left.
+    std::shared_ptr<Pending> abandoned;
+    if (auto calls = std::exchange(calls_, nullptr); calls && reason != StopReason::suspended) {
+      record_calls(*calls, reason);
+      if (busy()) abandoned = pending_;
+    }
     if (reason != StopReason::suspended && !st_.batch.empty()) {
       // A stop mid-batch: every call still gets a result, so the history
       // stays valid on the wire and nothing is re-run later.
@@ -544,14 +674,15 @@ class ReActDriver final : public RunHandle::Driver {
       ctx_.emit(RunSuspended{s.pending});
       result_.suspended = std::move(s);
     }
-    persist_end();
+    persist_end(abandoned);
     ctx_.emit(RunFinished{std::string(to_string(reason)), result_.output});
     result_.state = std::move(st_);  // the driver is done with it; no second copy of the history
     done_ = true;
   }
 
+  std::shared_ptr<const Agent> agent_owner_;  // shared with work in flight
   const Agent& agent_;
-  const ReActCognition& cognition_;
+  const ReActCognition& cognition_;  // the agent copy's, kept alive by it
   Issue issue_;
   RunState st_;
   RunContext ctx_;
@@ -560,7 +691,7 @@ class ReActDriver final : public RunHandle::Driver {
   std::string model_error_;  // why the resolver gave no model
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
-  std::unique_ptr<Checkpoint> checkpoint_;  // null: not durable
+  std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
   std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()
@@ -575,6 +706,10 @@ class ReActDriver final : public RunHandle::Driver {
 
 std::unique_ptr<RunHandle::Driver> ReActCognition::drive(const Agent& agent, RunState state, Decisions decisions,
                                                          RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const {
+  if (&agent.cognition() != this) {
+    throw std::invalid_argument("ReActCognition::drive: agent '" + agent.name() +
+                                "' runs another cognition; drive runs are started by Agent");
+  }
   return std::make_unique<ReActDriver>(agent, *this, &ReActCognition::issue, std::move(state), std::move(decisions),
                                        std::move(ctx), std::move(checkpoint));
 }

@@ -3,10 +3,13 @@
 // egress, idempotent(), audit, retry").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -43,7 +46,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A tool whose body is `body(run number)`. The counters are shared so that a
-// body still running on a detached thread (timeout()) never dangles.
+// body still running on another thread never dangles.
 struct Probe {
   std::shared_ptr<std::atomic<int>> runs = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<std::atomic<int>> finished = std::make_shared<std::atomic<int>>(0);
@@ -61,7 +64,8 @@ struct Effects {
   std::vector<std::string> tags = {};
 };
 
-Probe probe(std::string name, Effects effects, std::function<std::string(int)> body) {
+// The same, for a body that looks at the call's context.
+Probe probe_ctx(std::string name, Effects effects, std::function<std::string(int, RunContext&)> body) {
   Probe p;
   p.tool = agentkit::tool(std::move(name))
                .doc("A probe tool for middleware tests; counts how often its body runs.")
@@ -69,15 +73,19 @@ Probe probe(std::string name, Effects effects, std::function<std::string(int)> b
                .idempotent(effects.idempotent)
                .tags(effects.tags)
                .params("q")
-               .fn([runs = p.runs, finished = p.finished, body = std::move(body)](const std::string&) {
+               .fn([runs = p.runs, finished = p.finished, body = std::move(body)](const std::string&, RunContext& ctx) {
                  const int n = ++*runs;
                  struct Done {
                    std::atomic<int>& finished;
                    ~Done() { ++finished; }
                  } done{*finished};
-                 return body(n);
+                 return body(n, ctx);
                });
   return p;
+}
+
+Probe probe(std::string name, Effects effects, std::function<std::string(int)> body) {
+  return probe_ctx(std::move(name), effects, [body = std::move(body)](int n, RunContext&) { return body(n); });
 }
 
 Probe returning(std::string name, Effects effects, std::string value) {
@@ -556,13 +564,21 @@ TEST_CASE("retry(): backoff stays within max_delay", "[middleware]") {
 
 // -------------------------------------------------------------------- timeout
 
-TEST_CASE("timeout(): a slow read-only call is a retryable error at the limit", "[middleware]") {
-  auto release = std::make_shared<std::atomic<bool>>(false);
-  auto lookup = probe("slow_lookup", {.side_effecting = false}, [release](int) {
-    const auto until = Clock::now() + 5s;  // a call that waited for the body would take this long
-    while (!*release && Clock::now() < until) std::this_thread::sleep_for(1ms);
-    return std::string("late");
-  });
+namespace {
+
+// A body that waits for its call to be cancelled (bounded), as a network tool
+// does, then fails the way such a tool would.
+std::string wait_for_cancel(RunContext& ctx) {
+  const auto until = Clock::now() + 5s;  // a call that ignored its deadline would take this long
+  while (!ctx.cancelled() && Clock::now() < until) std::this_thread::sleep_for(1ms);
+  throw std::runtime_error("request abandoned");
+}
+
+}  // namespace
+
+TEST_CASE("timeout(): a read-only call that stops at its deadline is a retryable error", "[middleware]") {
+  auto lookup = probe_ctx("slow_lookup", {.side_effecting = false},
+                          [](int, RunContext& ctx) { return wait_for_cancel(ctx); });
   Invoker invoker({agentkit::timeout(30ms)});
   auto ctx = run_ctx();
   const auto start = Clock::now();
@@ -570,17 +586,61 @@ TEST_CASE("timeout(): a slow read-only call is a retryable error at the limit", 
   auto result = invoker.invoke_tool(lookup.request(), ctx);
 
   CHECK(elapsed_since(start) < agentkit_test::latency_bound(150ms));
-  *release = true;
   CHECK(result.status == Status::error);
   CHECK(result.retryable);
   CHECK(result.text == "tool 'slow_lookup' timed out after 30 ms");
-  CHECK(eventually([&] { return *lookup.finished == 1; }));
+  CHECK(*lookup.finished == 1);  // nothing is left running
 }
 
-TEST_CASE("timeout(): retry re-runs a read-only call that timed out", "[middleware]") {
-  auto lookup = probe("slow_lookup", {.side_effecting = false}, [](int) {
-    std::this_thread::sleep_for(100ms);
-    return std::string("late");
+TEST_CASE("timeout(): the call runs on the caller's thread under a deadline of its own, seen through its context",
+          "[middleware]") {
+  std::thread::id body_thread;
+  std::optional<Clock::time_point> deadline;
+  bool cancelled_at_start = true;
+  auto lookup = probe_ctx("slow_lookup", {.side_effecting = false}, [&](int, RunContext& ctx) {
+    body_thread = std::this_thread::get_id();
+    deadline = ctx.deadline();
+    cancelled_at_start = ctx.cancelled();
+    return wait_for_cancel(ctx);
+  });
+  Invoker invoker({agentkit::timeout(40ms)});
+  auto ctx = run_ctx();
+  const auto before = Clock::now();
+
+  invoker.invoke_tool(lookup.request(), ctx);
+
+  CHECK(body_thread == std::this_thread::get_id());
+  REQUIRE(deadline);
+  CHECK(*deadline >= before + 40ms);
+  CHECK(*deadline <= Clock::now());
+  CHECK_FALSE(cancelled_at_start);
+  // The call's deadline was its own: the caller's context is as it was.
+  CHECK_FALSE(ctx.cancelled());
+  CHECK_FALSE(ctx.deadline());
+
+  SECTION("the run's cancellation reaches the call too") {
+    auto cancel_later = std::thread([token = ctx.cancellation] {
+      std::this_thread::sleep_for(20ms);
+      token.cancel();
+    });
+    Invoker patient({agentkit::timeout(10s)});
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH(patient.invoke_tool(lookup.request(), ctx), "request abandoned");
+    cancel_later.join();
+    CHECK(elapsed_since(start) < agentkit_test::latency_bound(500ms));
+  }
+}
+
+TEST_CASE("timeout(): retry re-runs a timed-out read-only call, never beside a copy still running", "[middleware]") {
+  auto running = std::make_shared<std::atomic<int>>(0);
+  auto most = std::make_shared<std::atomic<int>>(0);
+  // Ignores its deadline for a while, then fails as a timed-out request does.
+  auto lookup = probe("slow_lookup", {.side_effecting = false}, [running, most](int) -> std::string {
+    const int now = ++*running;
+    *most = std::max(most->load(), now);
+    std::this_thread::sleep_for(60ms);
+    --*running;
+    throw RetryableToolError("backend did not answer");
   });
   Invoker invoker({agentkit::retry(fast_retry(3)), agentkit::timeout(20ms)});
   auto ctx = run_ctx();
@@ -588,15 +648,16 @@ TEST_CASE("timeout(): retry re-runs a read-only call that timed out", "[middlewa
   auto result = invoker.invoke_tool(lookup.request(), ctx);
 
   CHECK(result.status == Status::error);
-  CHECK(eventually([&] { return *lookup.finished == 3; }));
+  CHECK(result.text == "tool 'slow_lookup' timed out after 20 ms");
   CHECK(*lookup.runs == 3);
+  CHECK(*lookup.finished == 3);
+  CHECK(*most == 1);
 }
 
-TEST_CASE("timeout(): a slow side-effecting call is outcome_unknown and is not retried", "[middleware]") {
-  auto charge = probe("charge_card", {.side_effecting = true}, [](int) {
-    std::this_thread::sleep_for(150ms);
-    return std::string("charged");
-  });
+TEST_CASE("timeout(): a side-effecting call that stops at its deadline is outcome_unknown and is not retried",
+          "[middleware]") {
+  auto charge = probe_ctx("charge_card", {.side_effecting = true},
+                          [](int, RunContext& ctx) { return wait_for_cancel(ctx); });
   Invoker invoker({agentkit::retry(fast_retry(3)), agentkit::timeout(30ms)});
   auto ctx = run_ctx();
 
@@ -605,8 +666,54 @@ TEST_CASE("timeout(): a slow side-effecting call is outcome_unknown and is not r
   CHECK(result.status == Status::outcome_unknown);
   CHECK(result.text ==
         "tool 'charge_card' timed out after 30 ms; it may or may not have taken effect, so it was not retried");
-  CHECK(eventually([&] { return *charge.finished == 1; }));
-  std::this_thread::sleep_for(20ms);
+  CHECK(*charge.runs == 1);
+  CHECK(*charge.finished == 1);
+}
+
+namespace {
+
+// Records what the end of the chain tells a durable run's ledger.
+class RecordingLedger final : public agentkit::CallLedger {
+ public:
+  std::optional<ToolResult> begin(const ToolRequest&) const override { return std::nullopt; }
+  void end(const ToolRequest& request, const ToolResult& result) const override {
+    std::lock_guard lock(mutex_);
+    ends_.emplace_back(request.call_id, std::string(agentkit::to_string(result.status)) + " " + result.model_text());
+  }
+  std::optional<ToolResult> recall(const std::string&) const override { return std::nullopt; }
+  void remember(const std::string&, const ToolResult&) const override {}
+
+  std::vector<std::pair<std::string, std::string>> ends() const {
+    std::lock_guard lock(mutex_);
+    return ends_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::string, std::string>> ends_;
+};
+
+}  // namespace
+
+TEST_CASE("timeout(): a side-effecting body that completes past its limit keeps its real outcome, in the ledger too",
+          "[middleware]") {
+  auto charge = probe("charge_card", {.side_effecting = true}, [](int) {
+    std::this_thread::sleep_for(80ms);  // ignores its deadline
+    return std::string("charged");
+  });
+  auto ledger = std::make_shared<RecordingLedger>();
+  Invoker invoker({agentkit::retry(fast_retry(3)), agentkit::timeout(20ms)});
+  auto ctx = run_ctx();
+  auto request = charge.request();
+  request.ledger = ledger;
+  request.ledger_key = "1/c1";
+
+  auto result = invoker.invoke_tool(request, ctx);
+
+  // It did take effect: saying "may or may not have" would misreport it.
+  CHECK(result.status == Status::ok);
+  CHECK(result.model_text() == "charged");
+  CHECK(ledger->ends() == std::vector<std::pair<std::string, std::string>>{{"c1", "ok charged"}});
   CHECK(*charge.runs == 1);
 }
 
@@ -621,27 +728,6 @@ TEST_CASE("timeout(): a call within the limit returns its result or its exceptio
       probe("broken", {.side_effecting = false}, [](int) -> std::string { throw RetryableToolError("flaky backend"); });
   CHECK_THROWS_AS(invoker.invoke_tool(broken.request(), ctx), RetryableToolError);
   CHECK_THROWS_WITH(invoker.invoke_tool(broken.request(), ctx), "flaky backend");
-}
-
-TEST_CASE("timeout(): a timed-out call finishes safely after the invoker is gone", "[middleware]") {
-  auto lookup = probe("slow_lookup", {.side_effecting = false}, [](int) {
-    std::this_thread::sleep_for(80ms);
-    return std::string("late");
-  });
-  auto events = std::make_shared<agentkit::EventQueue>();
-  {
-    auto invoker = std::make_unique<Invoker>(std::vector<Middleware>{agentkit::timeout(10ms), agentkit::tracing()});
-    auto ctx = run_ctx();
-    ctx.events = events;
-    CHECK(invoker->invoke_tool(lookup.request(), ctx).status == Status::error);
-  }  // invoker and ctx destroyed while the call still runs
-
-  REQUIRE(eventually([&] { return *lookup.finished == 1; }));
-  // The inner tracing layer still reports the call once it ends.
-  CHECK(eventually([&] {
-    auto drained = events->drain();
-    return drained.size() == 1 && std::holds_alternative<agentkit::ToolSpan>(drained.front());
-  }));
 }
 
 // ------------------------------------------------------------- error_boundary

@@ -447,6 +447,31 @@ TEST_CASE("REST tool: a slow endpoint times out; a side-effecting call says its 
   CHECK(server.requests().size() == 2);
 }
 
+TEST_CASE("REST tool: timeout() ends a slow request at the call's deadline, through the call's own token",
+          "[rest][timeout]") {
+  WireServer server;
+  auto slow = reply(200, "late");
+  slow.delay = 1500ms;
+  server.enqueue(slow);
+  auto invoker = std::make_shared<agentkit::Invoker>(
+      std::vector<agentkit::Middleware>{agentkit::error_boundary(), agentkit::timeout(100ms)});
+  auto refund = rest_tool("refund")
+                    .description("Refund part or all of a customer order and return the refund record.")
+                    .side_effecting(true)
+                    .endpoint("POST", server.base_url() + "/refunds")
+                    .timeout(10s)
+                    .build();
+  RunContext ctx;
+  ctx.logger = std::make_shared<spdlog::logger>("rest_tool_test");
+  const auto start = Clock::now();
+  auto result = invoker->invoke_tool(
+      ToolRequest{.call_id = "c1", .name = "refund", .arguments = Json::object(), .tool = refund}, ctx);
+  // The transport saw the call's deadline; it did not wait for the server.
+  CHECK(Clock::now() - start < 800ms);
+  CHECK(result.status == Status::outcome_unknown);
+  CHECK_FALSE(ctx.cancelled());  // only the call was cancelled
+}
+
 // ------------------------------------------------------------------- retries
 
 TEST_CASE("REST tool: a read-only tool retries transient statuses", "[rest][retry]") {

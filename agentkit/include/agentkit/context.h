@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -85,16 +86,56 @@ class Budget {
   double cost_usd_ = 0;
 };
 
-// Cooperative cancellation shared by a run and its children. Copies share
-// one flag.
+// Cooperative cancellation with an optional deadline. Copies share one
+// state. A token made by child() is cancelled with its parent (and so with
+// every ancestor), but cancelling it leaves the parent running; its deadline
+// is the earlier of its own and its parent's. The engine builds this tree: a
+// run's token is a child of the context's it was started with, and every tool
+// call gets a child of the run's, so a tool sees one token that is cancelled
+// when the host cancels, when the run is cancelled, or when the call itself is
+// (timeout(), or a wall_time budget running out).
+//
+// A deadline is not a stop request: past it cancelled() is true, but
+// stop_token() is stopped only by cancel(). Code that blocks on a stop_token
+// also waits until deadline(), as sleep_for() does.
+//
+// Example:
+//   agentkit::CancellationToken run;
+//   auto call = run.child(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+//   call.cancel();  // the call stops; run.cancelled() stays false
+//   run.cancel();   // every child of run is cancelled too
 class CancellationToken {
  public:
-  CancellationToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
-  void cancel() const noexcept { flag_->store(true, std::memory_order_release); }
-  bool cancelled() const noexcept { return flag_->load(std::memory_order_acquire); }
+  using Clock = std::chrono::steady_clock;
+
+  // A new root: cancelled by nothing but its own cancel().
+  CancellationToken();
+
+  // Cancels this token and every token derived from it. Thread-safe.
+  void cancel() const noexcept;
+  // cancel() was called on this token or an ancestor, or the deadline passed.
+  bool cancelled() const noexcept { return stop_requested() || past_deadline(); }
+  // cancel() was called on this token or an ancestor (the deadline aside).
+  bool stop_requested() const noexcept;
+  bool past_deadline() const noexcept;
+  // The earliest deadline of this token and its ancestors; nullopt: none.
+  std::optional<Clock::time_point> deadline() const noexcept;
+  // Stopped when cancel() is called on this token or an ancestor.
+  std::stop_token stop_token() const noexcept;
+
+  // A token cancelled with this one, with its own cancel() and a deadline no
+  // later than this one's.
+  CancellationToken child(std::optional<Clock::time_point> deadline = std::nullopt) const;
+
+  // Sleeps for `duration`, returning early (without throwing) when the token
+  // is cancelled or its deadline comes first. The one way agentkit waits out
+  // a delay; no polling.
+  void sleep_for(Clock::duration duration) const;
 
  private:
-  std::shared_ptr<std::atomic<bool>> flag_;
+  struct State;
+  explicit CancellationToken(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
 };
 
 // Token usage totalled across a run and the sub-runs it starts. Thread-safe.
@@ -145,6 +186,8 @@ class RunContext {
   int max_depth = 5;
   Autonomy autonomy = Autonomy::automatic;
   std::shared_ptr<Budget> budget = std::make_shared<Budget>();
+  // For a tool body, the call's own token (a child of the run's); for a
+  // host, the root its runs derive theirs from.
   CancellationToken cancellation;
   std::shared_ptr<Observer> observer;
   std::shared_ptr<EventQueue> events;  // set by a running agent; emit() queues there
@@ -167,7 +210,17 @@ class RunContext {
   // to depth, opens a child span. Throws DepthLimitExceeded past max_depth.
   RunContext child() const;
 
+  // True once the host, the run or this call is cancelled, or the call is
+  // past its deadline. Long-running tools poll this (or wait on
+  // stop_token() until deadline()) and stop early: the run does not wait
+  // for them after a cancel, and timeout() reports what they return late.
   bool cancelled() const noexcept { return cancellation.cancelled(); }
+  // Stopped by a cancel of the host, the run or this call (not by the
+  // deadline alone; see CancellationToken).
+  std::stop_token stop_token() const noexcept { return cancellation.stop_token(); }
+  // When this call (or run) must end: the earliest of timeout()'s limit, the
+  // budget's wall_time and any deadline above it; nullopt: none.
+  std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept { return cancellation.deadline(); }
 
   // Sends an event to the run's queue (drained on the driving thread), or
   // straight to the observer when no run is driving this context.

@@ -245,8 +245,16 @@ struct RetryPolicy {
   std::chrono::milliseconds max_delay{5000};
 };
 Middleware retry(RetryPolicy policy = {});
-// Bounds a call's wall time. A timed-out read-only call is an error; a
-// timed-out side-effecting call is outcome_unknown and never retried.
+// Gives the call a deadline `limit` from now: the rest of the chain runs on
+// the calling thread (no thread is started) under a child of ctx.cancellation
+// whose deadline that is, so ctx.cancelled() turns true for the tool there
+// and network tools give up. timeout() cancels cooperatively: a tool that
+// ignores its context runs to its end, and this layer returns when it does.
+// A call that ends past the limit without a result (it threw, or returned an
+// error) is, when read-only, a retryable error "timed out after N ms"; when
+// side-effecting, outcome_unknown, which retry() never re-runs. A result the
+// body did return past the limit (ok, denied, outcome_unknown) stands, and a
+// durable run's ledger records what the body really returned.
 Middleware timeout(std::chrono::milliseconds limit);
 // Turns any exception into a model-visible "Tool failed: ..." result and logs
 // the full error to ctx.logger (or spdlog's default logger).

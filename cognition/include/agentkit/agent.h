@@ -217,13 +217,36 @@ struct RunResult {
 // A run in progress, advanced by the host. poll() never blocks: it advances
 // the machine as far as it can without waiting and returns true once done.
 // Events are queued and handed out by drain_events() on the host's thread.
+//
+// Ownership: a handle owns everything its run and the run's work in flight
+// need. At start the driver copies the Agent (name, model, prompt, options)
+// and shares its cognition, tools and invoker with the work on the executor,
+// so the host MAY destroy the Agent as soon as start() returns, and MAY drop
+// the handle mid-call (a game unloading a level): dropping an unfinished
+// handle cancels its run, and calls still running end on their worker
+// without touching the handle, the Agent or the host's context object. (The
+// executor itself MUST outlive the work submitted to it; see Executor.) A
+// durable run dropped this way stays where its last checkpoint left it, for
+// Agent::recover().
+//
+// Cancellation: the run has its own token, a child of ctx.cancellation, and
+// every tool call a child of the run's (see CancellationToken). cancel() on
+// the handle stops this run only; cancelling ctx.cancellation stops every run
+// started from it. Either way the next poll() ends the run `cancelled`, and
+// wait() (so Agent::run()) returns within milliseconds, without waiting for a
+// tool that ignores its context, as long as calls run on an executor (inline
+// calls hold the driving thread until they return). In the record, a call
+// that finished keeps its result; one still running is outcome_unknown when
+// side-effecting (an error "Interrupted" when read-only), and its late
+// completion changes nothing but a durable run's ledger; only a call that
+// never started says "Not run".
 class RunHandle {
  public:
   class Driver {
    public:
     virtual ~Driver() = default;
     virtual bool poll() = 0;
-    virtual void wait() = 0;  // block until poll() can make progress
+    virtual void wait() = 0;  // block until poll() can make progress, or the run is cancelled
     virtual bool done() const = 0;
     virtual const RunResult& result() const = 0;
     virtual std::vector<Event> drain_events() = 0;
@@ -235,8 +258,9 @@ class RunHandle {
   bool poll() { return driver_->poll(); }
   bool done() const { return driver_->done(); }
   std::vector<Event> drain_events() { return driver_->drain_events(); }
-  // Cancels the run: the loop stops, pending work is abandoned, and the
-  // result says `cancelled`.
+  // Cancels the run: the loop stops at the next poll(), work in flight is
+  // abandoned (and told through its context), and the result says
+  // `cancelled`. The context the run was started with is not cancelled.
   void cancel() { driver_->cancel(); }
   const RunResult& result() const { return driver_->result(); }
   // Drives to the end on the calling thread, delivering events to `observer`.
@@ -260,7 +284,10 @@ class Cognition : protected ApprovalIssuer {
   // `checkpoint` is null for a run without a store. A durable driver saves
   // at construction (claiming the run: it throws RunAlreadyResumed, or
   // RunError for a new run whose id exists, when the save loses) and at
-  // every step boundary after.
+  // every step boundary after. `agent` is the Agent whose cognition this is;
+  // a driver MUST NOT keep a reference to it (or to this cognition) beyond
+  // what it owns: copy the agent and hold the copy's shared cognition, so
+  // the host may destroy both while the run is in flight (see RunHandle).
   virtual std::unique_ptr<RunHandle::Driver> drive(const Agent& agent, RunState state, Decisions decisions,
                                                    RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const = 0;
 };
@@ -332,7 +359,8 @@ class Agent {
   // Drives a run to its end on the calling thread. With ctx.store the run
   // is durable: checkpointed at every step boundary.
   RunResult run(std::string task, RunContext& ctx, RunOptions options = {}) const;
-  // Starts a run for the host to advance with RunHandle::poll().
+  // Starts a run for the host to advance with RunHandle::poll(). The handle
+  // does not borrow this Agent: the Agent may be destroyed before it.
   RunHandle start(std::string task, RunContext& ctx, RunOptions options = {}) const;
   // Continues a suspended run with decisions for its pending calls. With
   // ctx.store, resuming claims the run's checkpoint: of two resumes of one

@@ -20,8 +20,10 @@ namespace agentkit::cognition {
 // duplicate or empty ids and names, tool failures, shape errors) go back to
 // the model as error results, up to AgentOptions::max_repairs consecutive
 // turns. Calls of one turn run concurrently on ctx.executor (inline when
-// null), results in call order. Budgets are checked before every model call
-// and before every batch; cancellation is checked at every step.
+// null), results in call order, each under its own token (a child of the
+// run's; see RunHandle for what a cancelled run records). Budgets are checked
+// before every model call and before every batch; cancellation is checked at
+// every step.
 class ReActCognition final : public Cognition {
  public:
   ReActCognition() = default;
