@@ -11,7 +11,7 @@
 # Debian 12 packages the build needs; keep this the only list.
 PACKAGES := cmake g++ make pkg-config ccache \
             libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev \
-            catch2 libtrompeloeil-cpp-dev libsqlite3-dev
+            catch2 libtrompeloeil-cpp-dev libsqlite3-dev libssl-dev
 
 DEMO            ?= example_06_switch_providers
 BUILD_DIR       ?= build
