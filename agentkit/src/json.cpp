@@ -91,38 +91,100 @@ std::string_view json_type_name(const Json& value) noexcept {
   }
 }
 
+namespace {
+
+// The UTF-8 sequence starting at `p`: its length and whether it is well
+// formed. An ill-formed one has the length of its maximal subpart (Unicode
+// ch. 3, "U+FFFD substitution of maximal subparts"), at least one byte: what
+// one U+FFFD replaces, as nlohmann's error_handler_t::replace does.
+struct Utf8Sequence {
+  std::size_t length;
+  bool valid;
+};
+
+Utf8Sequence next_sequence(const unsigned char* p, const unsigned char* end) noexcept {
+  const unsigned char c = *p;
+  if (c < 0x80) return {1, true};
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return {1, false};
+  }
+  const auto available = static_cast<std::size_t>(end - p);
+  std::size_t i = 1;
+  if (i < available && p[i] >= lo && p[i] <= hi) {
+    for (++i; i < len && i < available && (p[i] & 0xC0) == 0x80; ++i) {
+    }
+  }
+  return {i, i == len};
+}
+
+}  // namespace
+
 bool is_valid_utf8(std::string_view s) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    std::size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (static_cast<std::size_t>(end - p) < len) return false;
-    if (p[1] < lo || p[1] > hi) return false;
-    for (std::size_t i = 2; i < len; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-    }
-    p += len;
+    const Utf8Sequence seq = next_sequence(p, end);
+    if (!seq.valid) return false;
+    p += seq.length;
   }
   return true;
+}
+
+std::string sanitize_utf8(std::string text) {
+  if (is_valid_utf8(text)) return text;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  std::string out;
+  out.reserve(text.size() + 8);
+  while (p < end) {
+    const Utf8Sequence seq = next_sequence(p, end);
+    if (seq.valid) {
+      out.append(reinterpret_cast<const char*>(p), seq.length);
+    } else {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+    }
+    p += seq.length;
+  }
+  return out;
+}
+
+Json sanitize_utf8(Json value) {
+  switch (value.type()) {
+    case Json::value_t::string: {
+      auto& text = value.get_ref<std::string&>();
+      if (!is_valid_utf8(text)) text = sanitize_utf8(std::move(text));
+      break;
+    }
+    case Json::value_t::array:
+      for (auto& element : value) element = sanitize_utf8(std::move(element));
+      break;
+    case Json::value_t::object: {
+      bool keys_valid = true;
+      for (auto it = value.begin(); it != value.end() && keys_valid; ++it) keys_valid = is_valid_utf8(it.key());
+      if (keys_valid) {
+        for (auto& element : value) element = sanitize_utf8(std::move(element));
+        break;
+      }
+      Json clean = Json::object();
+      for (auto it = value.begin(); it != value.end(); ++it) clean[sanitize_utf8(it.key())] = sanitize_utf8(std::move(*it));
+      return clean;
+    }
+    default:
+      break;
+  }
+  return value;
 }
 
 std::string canonical_dump(const Json& value) {

@@ -53,6 +53,19 @@ ToolCall tool_call_from_json(const Json& j) {
   return c;
 }
 
+Message sanitize_utf8(Message m) {
+  m.content = sanitize_utf8(std::move(m.content));
+  m.tool_call_id = sanitize_utf8(std::move(m.tool_call_id));
+  m.tool_name = sanitize_utf8(std::move(m.tool_name));
+  for (auto& call : m.tool_calls) {
+    call.id = sanitize_utf8(std::move(call.id));
+    call.name = sanitize_utf8(std::move(call.name));
+    call.arguments = sanitize_utf8(std::move(call.arguments));
+    call.arguments_text = sanitize_utf8(std::move(call.arguments_text));
+  }
+  return m;
+}
+
 Message message_from_json(const Json& j) {
   if (!j.is_object()) throw std::invalid_argument("message: expected an object");
   Message m;

@@ -4,6 +4,10 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include <agentkit/cognition/react.h>
 #include <agentkit/errors.h>
 #include <agentkit/function_tool.h>
@@ -92,7 +96,13 @@ Json document(const RunState& s, Json history_json) {
 
 }  // namespace
 
-Json RunState::to_json() const { return document(*this, messages_json(history, 0)); }
+Json RunState::to_json() const {
+  Json doc = document(*this, messages_json(history, 0));
+  if (!signature.empty()) doc["signature"] = signature;
+  // Text a host put in the state (a task, an edit) may not be UTF-8; what
+  // came from models and tools already is (see the run loop).
+  return sanitize_utf8(std::move(doc));
+}
 
 RunState RunState::from_json(const Json& j) {
   try {
@@ -140,6 +150,7 @@ RunState RunState::from_json(const Json& j) {
     s.stop_reason = parse_enum(kStopReasons, j.at("stop_reason").get<std::string>(), "stop reason");
     s.output = j.at("output").get<std::string>();
     s.error = j.at("error").get<std::string>();
+    s.signature = j.value("signature", std::string());
     return s;
   } catch (const Json::exception& e) {
     throw std::invalid_argument(std::string("run state: malformed document: ") + e.what());
@@ -185,7 +196,7 @@ std::size_t approximate_size(const Message& m) {
   std::size_t size = 64 + m.content.size();
   for (const auto& call : m.tool_calls) {
     size += 32 + call.id.size() + call.name.size() +
-            (call.arguments_text.empty() ? call.arguments.dump().size() : call.arguments_text.size());
+            (call.arguments_text.empty() ? canonical_dump(call.arguments).size() : call.arguments_text.size());
   }
   return size;
 }
@@ -270,6 +281,149 @@ class SettledDriver final : public RunHandle::Driver {
 state::Store& store_of(const RunContext& ctx, const char* what) {
   if (!ctx.store) throw std::invalid_argument(std::string(what) + " needs a store on the context (ctx.store)");
   return *ctx.store;
+}
+
+// ---------------------------------------------------------------- integrity
+
+constexpr std::string_view kSignatureScheme = "hmac-sha256:";
+
+void check_state_key(const RunContext& ctx) {
+  if (!ctx.state_key.empty() && ctx.state_key.size() < RunContext::kMinStateKeyBytes) {
+    throw std::invalid_argument("ctx.state_key is " + std::to_string(ctx.state_key.size()) +
+                                " bytes; a state key needs at least " +
+                                std::to_string(RunContext::kMinStateKeyBytes) + " random bytes");
+  }
+}
+
+// The state's document as a signature covers it and a comparison reads it:
+// everything but the signature.
+Json unsigned_document(const RunState& state) {
+  Json doc = state.to_json();
+  doc.erase("signature");
+  return doc;
+}
+
+std::string signature_of(const RunState& state, std::string_view key) {
+  // Labelled, so a key that also signs something else never signs these bytes there.
+  const std::string text = "agentkit.RunState\n" + canonical_dump(unsigned_document(state));
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()),
+            text.size(), mac, &length)) {
+    throw RunError("run '" + state.run_id + "': signing its state failed (HMAC-SHA256)");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string signature(kSignatureScheme);
+  for (unsigned int i = 0; i < length; ++i) {
+    signature += kHex[mac[i] >> 4];
+    signature += kHex[mac[i] & 0xF];
+  }
+  return signature;
+}
+
+// A state handed in without a store: it must carry the signature the
+// context's key gives it.
+void check_signature(const RunState& state, const RunContext& ctx) {
+  const std::string where = "resume: the state of run '" + state.run_id + "'";
+  if (ctx.state_key.empty()) {
+    throw StateUnsigned(where + " cannot be checked: the context has neither a store (ctx.store) to compare it with "
+                                "nor a state key (ctx.state_key) to verify its signature");
+  }
+  if (state.signature.empty()) {
+    throw StateUnsigned(where + " carries no signature; resume the RunResult::state a run under this state key "
+                                "returned");
+  }
+  const std::string expected = signature_of(state, ctx.state_key);
+  if (state.signature.size() != expected.size() ||
+      CRYPTO_memcmp(state.signature.data(), expected.data(), expected.size()) != 0) {
+    throw StateTampered(where + " does not match its signature: it was altered after it was signed, or signed "
+                                "with another key");
+  }
+}
+
+// The top-level fields in which two states differ, by name.
+std::vector<std::string> differing_fields(const RunState& a, const RunState& b) {
+  const Json x = unsigned_document(a);
+  const Json y = unsigned_document(b);
+  std::vector<std::string> fields;
+  for (auto it = x.begin(); it != x.end(); ++it) {
+    if (!y.contains(it.key()) || y.at(it.key()) != *it) fields.push_back(it.key());
+  }
+  for (auto it = y.begin(); it != y.end(); ++it) {
+    if (!x.contains(it.key())) fields.push_back(it.key());
+  }
+  return fields;
+}
+
+// Hands the host a signed RunResult::state (RunContext::state_key).
+class SigningDriver final : public RunHandle::Driver {
+ public:
+  SigningDriver(std::unique_ptr<RunHandle::Driver> inner, std::string key)
+      : inner_(std::move(inner)), key_(std::move(key)) {}
+
+  bool poll() override { return inner_->poll(); }
+  void wait() override { inner_->wait(); }
+  bool done() const override { return inner_->done(); }
+  const RunResult& result() const override {
+    if (!inner_->done()) return inner_->result();
+    if (!signed_) {
+      signed_ = inner_->result();
+      signed_->state.signature = signature_of(signed_->state, key_);
+    }
+    return *signed_;
+  }
+  std::vector<Event> drain_events() override { return inner_->drain_events(); }
+  void cancel() override { inner_->cancel(); }
+
+ private:
+  std::unique_ptr<RunHandle::Driver> inner_;
+  std::string key_;
+  mutable std::optional<RunResult> signed_;  // made once, when the run is over
+};
+
+RunHandle handle_for(std::unique_ptr<RunHandle::Driver> driver, const RunContext& ctx) {
+  if (ctx.state_key.empty()) return RunHandle(std::move(driver));
+  return RunHandle(std::make_unique<SigningDriver>(std::move(driver), ctx.state_key));
+}
+
+// Every decision names a pending call, and every edit is a valid call of its
+// tool: checked before anything runs or is saved.
+void check_decisions(const RunState& state, const Decisions& decisions, const ToolRegistry& tools) {
+  const std::vector<ToolCall> pending = state.pending_calls();
+  for (const auto& [id, decision] : decisions) {
+    auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; });
+    if (call == pending.end()) {
+      std::vector<std::string> ids;
+      for (const auto& c : pending) ids.push_back(c.id);
+      throw InvalidDecision(id, "no such call is pending in run '" + state.run_id + "' (pending: " + quoted_list(ids) +
+                                    ")");
+    }
+    if (decision.kind != Decision::Kind::edit) continue;
+    ToolPtr tool = tools.find(call->name);
+    if (!tool) throw InvalidDecision(id, "its tool '" + call->name + "' is not registered");
+    try {
+      tool->check_arguments(decision.arguments);
+    } catch (const ToolArgumentError& e) {
+      throw InvalidDecision(id, std::string("the edited arguments are not a valid call: ") + e.what());
+    }
+  }
+}
+
+// Continues a stored, suspended run from its checkpoint.
+RunHandle resume_stored(const Agent& agent, StoredRun stored, Decisions decisions, RunContext& ctx) {
+  check_decisions(stored.state, decisions, agent.cognition().tools());
+  auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, stored.state.run_id, stored.version,
+                                                 std::move(stored.sealed));
+  return handle_for(agent.cognition().drive(agent, std::move(stored.state), std::move(decisions), ctx,
+                                            std::move(checkpoint)),
+                    ctx);
+}
+
+void require_suspended(const StoredRun& stored) {
+  if (stored.state.phase != Phase::suspended) {
+    throw RunAlreadyResumed("run '" + stored.state.run_id + "' is not suspended (its checkpoint is at phase " +
+                            phase_name(stored.state.phase) + "): it was already resumed");
+  }
 }
 
 }  // namespace
@@ -364,9 +518,10 @@ std::vector<std::string> interrupted_runs(state::Store& store, const Scope& scop
 // ---------------------------------------------------------------- Agent
 
 RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) const {
+  check_state_key(ctx);
   RunState state;
   state.run_id = options.run_id.empty() ? RunContext::new_id("run") : std::move(options.run_id);
-  state.task = std::move(task);
+  state.task = sanitize_utf8(std::move(task));
   if (!options.session.empty()) {
     state.history = session_history(store_of(ctx, "a session"), ctx.scope, options.session);
     state.session = std::move(options.session);
@@ -375,60 +530,38 @@ RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) co
   state.history.push_back(Message::user(state.task));
   std::unique_ptr<Checkpoint> checkpoint;
   if (ctx.store) checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, 0);
-  return RunHandle(cognition_->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)));
+  return handle_for(cognition_->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)), ctx);
 }
 
 RunResult Agent::run(std::string task, RunContext& ctx, RunOptions options) const {
   return start(std::move(task), ctx, std::move(options)).wait(ctx.observer.get());
 }
 
-namespace {
-
-// Every decision names a pending call, and every edit is a valid call of its
-// tool: checked before anything runs or is saved.
-void check_decisions(const RunState& state, const Decisions& decisions, const ToolRegistry& tools) {
-  const std::vector<ToolCall> pending = state.pending_calls();
-  for (const auto& [id, decision] : decisions) {
-    auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; });
-    if (call == pending.end()) {
-      std::vector<std::string> ids;
-      for (const auto& c : pending) ids.push_back(c.id);
-      throw InvalidDecision(id, "no such call is pending in run '" + state.run_id + "' (pending: " + quoted_list(ids) +
-                                    ")");
-    }
-    if (decision.kind != Decision::Kind::edit) continue;
-    ToolPtr tool = tools.find(call->name);
-    if (!tool) throw InvalidDecision(id, "its tool '" + call->name + "' is not registered");
-    try {
-      tool->check_arguments(decision.arguments);
-    } catch (const ToolArgumentError& e) {
-      throw InvalidDecision(id, std::string("the edited arguments are not a valid call: ") + e.what());
-    }
-  }
-}
-
-}  // namespace
-
 RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& ctx) const {
+  check_state_key(ctx);
   if (state.phase != Phase::suspended) {
     throw std::invalid_argument("resume: run '" + state.run_id + "' is not suspended (phase " +
                                 phase_name(state.phase) + ")");
   }
-  std::unique_ptr<Checkpoint> checkpoint;
-  if (ctx.store) {
-    StoredRun stored;
-    if (auto run = read_run(*ctx.store, ctx.scope, state.run_id)) {
-      stored = *std::move(run);
-      if (stored.state.phase != Phase::suspended) {
-        throw RunAlreadyResumed("run '" + state.run_id + "' was already resumed (its checkpoint is now at phase " +
-                                phase_name(stored.state.phase) + ")");
-      }
-    }
-    checkpoint =
-        std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, stored.version, std::move(stored.sealed));
+  if (!ctx.store) {
+    check_signature(state, ctx);
+    check_decisions(state, decisions, cognition_->tools());
+    state.signature.clear();  // the run moves on; its next result is signed afresh
+    return handle_for(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, nullptr), ctx);
   }
-  check_decisions(state, decisions, cognition_->tools());
-  return RunHandle(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, std::move(checkpoint)));
+  // The stored checkpoint is authoritative; the state handed in only names it
+  // and must agree with it.
+  auto stored = read_run(*ctx.store, ctx.scope, state.run_id);
+  if (!stored) {
+    throw RunNotFound("resume: no checkpoint for run '" + state.run_id + "' in scope " + ctx.scope.key() +
+                      "; with a store, only a stored run is resumed");
+  }
+  require_suspended(*stored);
+  if (const auto fields = differing_fields(stored->state, state); !fields.empty()) {
+    throw StateTampered("resume: the state handed in for run '" + state.run_id +
+                        "' differs from its stored checkpoint in " + quoted_list(fields) + "; nothing ran");
+  }
+  return resume_stored(*this, *std::move(stored), std::move(decisions), ctx);
 }
 
 RunResult Agent::resume(RunState state, Decisions decisions, RunContext& ctx) const {
@@ -436,13 +569,11 @@ RunResult Agent::resume(RunState state, Decisions decisions, RunContext& ctx) co
 }
 
 RunHandle Agent::start_resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const {
-  auto state = load_run(store_of(ctx, "resume by run id"), ctx.scope, run_id);
-  if (!state) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
-  if (state->phase != Phase::suspended) {
-    throw RunAlreadyResumed("run '" + std::string(run_id) + "' is not suspended (its checkpoint is at phase " +
-                            phase_name(state->phase) + "): it was already resumed");
-  }
-  return start_resume(*std::move(state), std::move(decisions), ctx);
+  check_state_key(ctx);
+  auto stored = read_run(store_of(ctx, "resume by run id"), ctx.scope, run_id);
+  if (!stored) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
+  require_suspended(*stored);
+  return resume_stored(*this, *std::move(stored), std::move(decisions), ctx);
 }
 
 RunResult Agent::resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const {
@@ -450,14 +581,15 @@ RunResult Agent::resume(std::string_view run_id, Decisions decisions, RunContext
 }
 
 RunHandle Agent::start_recover(std::string_view run_id, RunContext& ctx) const {
+  check_state_key(ctx);
   auto stored = read_run(store_of(ctx, "recover"), ctx.scope, run_id);
   if (!stored) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
   if (stored->state.phase == Phase::suspended || stored->state.phase == Phase::done) {
-    return RunHandle(std::make_unique<SettledDriver>(std::move(stored->state)));
+    return handle_for(std::make_unique<SettledDriver>(std::move(stored->state)), ctx);
   }
   auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, stored->state.run_id, stored->version,
                                                  std::move(stored->sealed));
-  return RunHandle(cognition_->drive(*this, std::move(stored->state), {}, ctx, std::move(checkpoint)));
+  return handle_for(cognition_->drive(*this, std::move(stored->state), {}, ctx, std::move(checkpoint)), ctx);
 }
 
 RunResult Agent::recover(std::string_view run_id, RunContext& ctx) const {

@@ -353,7 +353,8 @@ class ReActDriver final : public RunHandle::Driver {
       ctx_.budget->charge_cost(cost);
     }
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
-    Message message = std::move(response.message);
+    // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
+    Message message = sanitize_utf8(std::move(response.message));
     message.role = Role::assistant;
     if (message.tool_calls.empty()) {
       on_answer(std::move(message));
@@ -544,7 +545,7 @@ class ReActDriver final : public RunHandle::Driver {
       }
       if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
       std::string status(to_string(r->status));
-      std::string text = r->model_text();
+      std::string text = sanitize_utf8(r->model_text());
       ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);

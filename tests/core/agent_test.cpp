@@ -9,6 +9,7 @@
 #include <agentkit/cognition/react.h>
 #include <agentkit/executor.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/session.h>
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
@@ -414,6 +415,80 @@ TEST_CASE("RunState refuses a newer version and malformed documents", "[agent][s
   CHECK_THROWS_WITH(agentkit::RunState::from_json(j), Catch::Contains("newer agentkit"));
   CHECK_THROWS_AS(agentkit::RunState::from_json(Json{{"version", 1}}), std::invalid_argument);
   CHECK_THROWS_AS(agentkit::RunState::from_json(Json("x")), std::invalid_argument);
+}
+
+TEST_CASE("sanitize_utf8 replaces each ill-formed sequence as canonical_dump does", "[agent][utf8]") {
+  const std::string fffd = "\xEF\xBF\xBD";
+  CHECK(agentkit::sanitize_utf8(std::string("h\xC3\xA9llo \xF0\x9F\x98\x80")) == "h\xC3\xA9llo \xF0\x9F\x98\x80");
+  CHECK(agentkit::sanitize_utf8(std::string("\x89PNG\r\n\x1a\n\xff\xfe")) == fffd + "PNG\r\n\x1a\n" + fffd + fffd);
+  CHECK(agentkit::sanitize_utf8(std::string("abc\xE2\x82")) == "abc" + fffd);  // cut inside a character
+  CHECK(agentkit::sanitize_utf8(std::string("\xE2\x82(")) == fffd + "(");
+  for (const char* bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "abc\xe2\x82", "\xf4\x90\x80\x80", "\xe0\x80\xaf", "\xf0\x9f\x98"}) {
+    CAPTURE(bad);
+    const std::string clean = agentkit::sanitize_utf8(std::string(bad));
+    CHECK(agentkit::is_valid_utf8(clean));
+    CHECK(Json(clean).dump() == agentkit::canonical_dump(Json(std::string(bad))));
+  }
+  const Json dirty = {{"k\xff", {"\xfe", 1, {{"deep", "x\xc3"}}}}};
+  const Json clean = agentkit::sanitize_utf8(dirty);
+  CHECK(clean == Json{{"k" + fffd, {fffd, 1, {{"deep", "x" + fffd}}}}});
+  CHECK_NOTHROW(clean.dump());
+}
+
+TEST_CASE("text that is not UTF-8 is replaced where it enters a run, and the run completes", "[agent][utf8]") {
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::string png = "\x89PNG\r\n\x1a\n\xff\xfe";
+  std::vector<std::string> paths;
+  auto read_image = agentkit::tool("read_image")
+                        .doc("Read an image file from disk and return its raw bytes.")
+                        .side_effecting(false)
+                        .params("path")
+                        .fn([&](const std::string& path) {
+                          paths.push_back(path);
+                          return png;
+                        });
+  // What an MCP server's error content with a broken byte becomes.
+  auto mcp_fetch = agentkit::tool("mcp_fetch")
+                       .doc("Fetch a resource through the files MCP server and return its text.")
+                       .side_effecting(false)
+                       .params("uri")
+                       .fn([](const std::string&) -> std::string {
+                         throw std::runtime_error("MCP server 'files': caf\xc3 is not readable");
+                       });
+  auto llm = FakeLLM::script({
+      Turn{.content = "Looking at it \xe2\x82",
+           .tool_calls = {call("c1", "read_image", {{"path", "scan\xff.png"}}),
+                          call("c2", "mcp_fetch", {{"uri", "file:///menu"}}),
+                          ToolCall{"c3", "read_image", Json::object(), "{\"path\": \"b\xc0\xaf.png\"}"}}},
+      Turn{.content = "Done \xff"},
+  });
+  Agent agent("viewer", "fake", "You look at images.", react({read_image, mcp_fetch}));
+  auto ctx = make_test_ctx({.llm = llm});  // with a store: every step is checkpointed
+  auto r = agent.run("Describe scan.png", ctx, {.session = "chat"});
+  INFO(r.error);
+  REQUIRE(r.stop_reason == StopReason::answered);
+  CHECK(r.output == "Done " + fffd);
+  CHECK(paths == std::vector<std::string>{"scan" + fffd + ".png", "b" + fffd + fffd + ".png"});
+
+  const auto requests = llm->requests();
+  REQUIRE(requests.size() == 2);
+  const auto& seen = requests[1].messages;
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[1].content == "Looking at it " + fffd);
+  CHECK(seen[1].tool_calls.at(0).arguments == Json({{"path", "scan" + fffd + ".png"}}));
+  CHECK(seen[2].content == fffd + "PNG\r\n\x1a\n" + fffd + fffd);
+  CHECK(seen[3].content == "Tool failed: MCP server 'files': caf" + fffd + " is not readable");
+  CHECK(seen[4].content == seen[2].content);
+
+  std::string dumped;
+  CHECK_NOTHROW(dumped = r.state.to_json().dump());
+  CHECK(agentkit::RunState::from_json(Json::parse(dumped)).history == r.state.history);
+  const auto stored = agentkit::load_run(*ctx.store, ctx.scope, r.state.run_id);
+  REQUIRE(stored);
+  CHECK(stored->history == r.state.history);
+  const auto session = agentkit::session_history(*ctx.store, ctx.scope, "chat");
+  REQUIRE(!session.empty());
+  CHECK(session.back().content == "Done " + fffd);
 }
 
 TEST_CASE("calls of one turn run concurrently on the executor, results in call order", "[agent][executor]") {

@@ -193,6 +193,13 @@ class RunContext {
   std::shared_ptr<EventQueue> events;  // set by a running agent; emit() queues there
   std::shared_ptr<UsageMeter> usage;   // set by a running agent; sub-runs add their totals to it
   std::shared_ptr<state::Store> store;  // where durable state goes
+  // The secret that signs the RunState a run hands back (RunResult::state)
+  // and checks one handed to Agent::resume when there is no store: HMAC-
+  // SHA256, so at least kMinStateKeyBytes random bytes, kept as secret as an
+  // API key. Empty: states are not signed, and resuming a state needs a
+  // store. A run throws std::invalid_argument at start for a shorter key.
+  std::string state_key;
+  static constexpr std::size_t kMinStateKeyBytes = 32;
   ModelResolver models;
   std::shared_ptr<const Invoker> invoker;
   std::shared_ptr<Executor> executor;  // where model and tool calls run; inline when null

@@ -37,6 +37,17 @@ std::string_view json_type_name(const Json& value) noexcept;
 // True when `text` is well-formed UTF-8 (no overlongs, no surrogates).
 bool is_valid_utf8(std::string_view text) noexcept;
 
+// `text` as well-formed UTF-8: each ill-formed sequence (its maximal subpart,
+// as canonical_dump replaces it) becomes U+FFFD; valid text comes back
+// unchanged, without a copy. The Json overload does the same to every string
+// and key in `value`. Text that enters a run from outside (a model's reply, a
+// tool's result) passes through it once, so the model, events and every dump
+// of the run's state see the same valid text.
+//
+// Example: sanitize_utf8("\x89PNG") == "\xEF\xBF\xBDPNG"
+std::string sanitize_utf8(std::string text);
+Json sanitize_utf8(Json value);
+
 // Canonical text of a value: sorted keys, no whitespace, invalid UTF-8
 // replaced. Equal values give equal text; used for cache and idempotency keys.
 std::string canonical_dump(const Json& value);

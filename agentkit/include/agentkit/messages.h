@@ -68,4 +68,9 @@ ToolCall tool_call_from_json(const Json& j);
 Message message_from_json(const Json& j);
 Usage usage_from_json(const Json& j);
 
+// `message` with every text in it (content, ids, names, tool-call arguments)
+// made well-formed UTF-8 by sanitize_utf8 (<agentkit/json.h>). The run loop
+// applies it to each model reply before it enters the run's state.
+Message sanitize_utf8(Message message);
+
 }  // namespace agentkit

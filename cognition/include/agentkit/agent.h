@@ -68,6 +68,11 @@ struct CallOutcome {
 // The whole state of a run: what resume() needs, nothing process-bound.
 // Serialised as versioned JSON: this agentkit reads every earlier version and
 // refuses a newer one with a clear error.
+//
+// A state handed back to resume() is checked, never trusted: with a store
+// (RunContext::store) it must equal the run's stored checkpoint; without one
+// it must carry a valid `signature` made with RunContext::state_key. See
+// Agent::resume.
 struct RunState {
   static constexpr int kVersion = 3;
 
@@ -95,10 +100,17 @@ struct RunState {
   StopReason stop_reason = StopReason::answered;
   std::string output;
   std::string error;
+  // "hmac-sha256:<64 hex digits>": HMAC-SHA256 under RunContext::state_key
+  // of the rest of the document (its canonical_dump, this field left out).
+  // Set on RunResult::state when the context has a key; empty otherwise.
+  // Checkpoints in a store do not carry it.
+  std::string signature;
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;
 
+  // A document whose dump() never throws: text that is not UTF-8 is
+  // replaced (see sanitize_utf8). "signature" is written when set.
   Json to_json() const;
   // Throws std::invalid_argument for a malformed document or a newer version.
   static RunState from_json(const Json& j);
@@ -138,6 +150,25 @@ class InvalidDecision : public RunError {
 class CheckpointError : public RunError {
  public:
   using RunError::RunError;
+};
+// A RunState handed to resume() failed its integrity check. Catch this to
+// handle both kinds below.
+class StateIntegrityError : public RunError {
+ public:
+  using RunError::RunError;
+};
+// The state differs from the run's stored checkpoint, or its signature does
+// not match its content under the context's state key: it was altered (or
+// signed with another key). Nothing ran.
+class StateTampered : public StateIntegrityError {
+ public:
+  using StateIntegrityError::StateIntegrityError;
+};
+// The state cannot be checked: it has no signature, or the context has
+// neither a store nor a state key to check it with. Nothing ran.
+class StateUnsigned : public StateIntegrityError {
+ public:
+  using StateIntegrityError::StateIntegrityError;
 };
 
 // Where a stored run's older history lies: its segments' names, in order,
@@ -211,7 +242,7 @@ struct RunResult {
   std::string error;  // why a run failed or stopped early
   Usage usage;        // this run's model calls plus those of sub-runs it started (as_tool)
   int iterations = 0;
-  RunState state;  // feed to Agent::resume
+  RunState state;  // feed to Agent::resume; signed when the context has a state_key
 };
 
 // A run in progress, advanced by the host. poll() never blocks: it advances
@@ -362,13 +393,36 @@ class Agent {
   // Starts a run for the host to advance with RunHandle::poll(). The handle
   // does not borrow this Agent: the Agent may be destroyed before it.
   RunHandle start(std::string task, RunContext& ctx, RunOptions options = {}) const;
-  // Continues a suspended run with decisions for its pending calls. With
-  // ctx.store, resuming claims the run's checkpoint: of two resumes of one
-  // run exactly one proceeds, the other throws RunAlreadyResumed.
+  // Continues a suspended run with decisions for its pending calls. The
+  // state is checked before anything runs:
+  //  - with ctx.store, the run's stored checkpoint is authoritative: a run
+  //    not in the store (say, a changed run_id) throws RunNotFound, one no
+  //    longer suspended throws RunAlreadyResumed, and a state that differs
+  //    from the checkpoint in any field throws StateTampered. Resuming
+  //    claims the checkpoint: of two resumes of one run exactly one
+  //    proceeds, the other throws RunAlreadyResumed. ctx.state_key is not
+  //    consulted.
+  //  - without a store, ctx.state_key must be set and the state must carry
+  //    the signature a run under that key returned (RunResult::state):
+  //    none throws StateUnsigned, one that does not match throws
+  //    StateTampered. Without a store nothing remembers that a run was
+  //    resumed, so the same signed state can be resumed again: a host that
+  //    needs once-only resumes uses a store.
+  //  - with neither, every state is refused with StateUnsigned: nothing
+  //    could tell an approval the host made from one written into the JSON.
+  // A state that is not suspended throws std::invalid_argument.
+  //
+  // Example (no store; the key comes from the host's secret storage):
+  //   ctx.state_key = load_secret("agentkit-state-key");  // >= 32 bytes
+  //   auto result = agent.run("Refund order A-1 for $20", ctx);  // suspended, signed
+  //   std::string saved = result.state.to_json().dump();
+  //   auto state = agentkit::RunState::from_json(agentkit::Json::parse(saved));
+  //   result = agent.resume(std::move(state), {{"c1", agentkit::Decision::approve()}}, ctx);
   RunResult resume(RunState state, Decisions decisions, RunContext& ctx) const;
   RunHandle start_resume(RunState state, Decisions decisions, RunContext& ctx) const;
-  // The same from the store (ctx.store, ctx.scope), e.g. in another process.
-  // Throws RunNotFound, RunAlreadyResumed or CheckpointError.
+  // The same from the store (ctx.store, ctx.scope), e.g. in another process:
+  // the stored checkpoint is the state. Throws RunNotFound,
+  // RunAlreadyResumed or CheckpointError.
   RunResult resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const;
   RunHandle start_resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const;
   // Continues a run from its last checkpoint after its process died. Calls
