@@ -818,6 +818,18 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     CHECK(r.err.find("c.yaml:6: 'autonomy' in agent must be one of manual, gated, automatic, not 'sometimes'") !=
           std::string::npos);
   }
+  SECTION("a duration in seconds that milliseconds cannot hold") {
+    for (const char* seconds : {".inf", "1e300"}) {
+      CAPTURE(seconds);
+      const auto file = dir.write("d.yaml", agent_yaml(model, std::string("budget: {wall_time_s: ") + seconds + "}\n"));
+      const Outcome r = run_cli(dir, {"validate", file.string()});
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find("d.yaml:6: 'wall_time_s' in budget must be a finite number of seconds, not '" +
+                       std::string(seconds) + "'") != std::string::npos);
+    }
+    const auto ok = dir.write("ok.yaml", agent_yaml(model, "budget: {wall_time_s: 2.5}\n"));
+    CHECK(run_cli(dir, {"validate", ok.string()}).exit_code == 0);
+  }
   SECTION("a cost budget without the model's prices") {
     const auto file = dir.write("p.yaml", agent_yaml(model, "budget: {steps: 5, cost_usd: 1.5}\n"));
     const Outcome r = run_cli(dir, {"validate", file.string()});
