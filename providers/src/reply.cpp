@@ -137,8 +137,8 @@ ModelResponse ReplyReader::finish_whole() {
   const auto not_a_reply = [&](const std::string& why) {
     fail(ProviderError(ErrorCode::protocol,
                        provider + " reply is not " + (stream_ ? "an event stream or a JSON completion" : "JSON") +
-                           " (" + content_type_shown() + ", " + std::to_string(body_.size()) + " bytes" +
-                           (why.empty() ? std::string() : ": " + why) + ")",
+                           " (" + content_type_shown() + ", " + std::to_string(body_.size()) + " bytes: " + why +
+                           ")",
                        head_.status));
   };
   Json body;
@@ -146,7 +146,7 @@ ModelResponse ReplyReader::finish_whole() {
     body = parse_json(body_, limits_, provider + " reply body");
   } catch (const JsonError& e) {
     // Past a limit, or not JSON at all: an HTML page, plain text.
-    not_a_reply(media_type_.find("json") != std::string::npos || body_.size() > limits_.max_bytes ? e.what() : "");
+    not_a_reply(e.what());
   }
   if (!body.is_object()) not_a_reply("not a JSON object");
   // {"error": {...}} (OpenAI and compatibles), {"type": "error", "error": {...}} (Anthropic).

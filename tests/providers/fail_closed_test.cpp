@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
@@ -175,6 +178,41 @@ TEST_CASE("complete streams still decode through ReplyReader in any chunking", "
   std::string body = joined(kAnthropicText);
   body.resize(body.size() - 2);
   CHECK(anthropic(body).message.content == "Hello from Lisbon.");
+}
+
+TEST_CASE("every recorded stream reads through ReplyReader as complete, or as its error", "[fail_closed][truncated][conformance]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(AGENTKIT_SHARED_DIR) / "fixtures" / "wire";
+  if (!fs::is_directory(dir)) {
+    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found");
+    return;
+  }
+  int complete = 0;
+  for (const char* sub : {"openai-chat", "openai-compatible", "anthropic"}) {
+    const bool is_anthropic = std::string(sub) == "anthropic";
+    for (const auto& entry : fs::directory_iterator(dir / sub)) {
+      if (entry.path().extension() != ".sse") continue;
+      const std::string name = entry.path().filename().string();
+      CAPTURE(name);
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      const auto read = [&] { return is_anthropic ? anthropic(text.str()) : openai(text.str()); };
+      if (name.find("error") != std::string::npos || name.find("overloaded") != std::string::npos) {
+        CHECK(error_of(read).code() != ErrorCode::truncated);
+        continue;
+      }
+      CHECK_NOTHROW(read());
+      ++complete;
+      // The same stream without its terminal event is truncated.
+      const std::string body = text.str();
+      const auto terminal = body.rfind(is_anthropic ? "event: message_stop" : "data: [DONE]");
+      REQUIRE(terminal != std::string::npos);
+      const auto cut = [&] { return is_anthropic ? anthropic(body.substr(0, terminal)) : openai(body.substr(0, terminal)); };
+      CHECK(error_of(cut).code() == ErrorCode::truncated);
+    }
+  }
+  CHECK(complete >= 14);
 }
 
 // ------------------------------------------------------------------ wrong kind of body
