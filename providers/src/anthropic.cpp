@@ -18,18 +18,6 @@ Usage usage_of(const Json& u) {
   return usage;
 }
 
-// The object at `key` of `parent`: absent or null is an empty object; any
-// other type is a malformed reply.
-Json object_at(const Json& parent, const char* key, std::string_view what) {
-  const auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return Json::object();
-  if (!it->is_object()) {
-    throw ProviderError(ErrorCode::protocol, std::string(what) + "." + key + " is " +
-                                                 std::string(json_type_name(*it)) + ", not an object");
-  }
-  return *it;
-}
-
 std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
 
 Schema text_block(const std::string& text) {
@@ -147,7 +135,7 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
     const std::string type = text_of(e.value("type", Json()));
     if (type == "error" || event.event == "error") throw detail::stream_error(e.value("error", Json()));
     if (type == "message_start") {
-      usage_ = usage_of(object_at(e, "message", "Anthropic message_start").value("usage", Json()));
+      usage_ = usage_of(detail::object_at(e, "message", "Anthropic message_start").value("usage", Json()));
       return;
     }
     if (type == "message_stop") {
@@ -155,7 +143,7 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
       return;
     }
     if (type == "message_delta") {
-      const Json delta = object_at(e, "delta", "Anthropic message_delta");
+      const Json delta = detail::object_at(e, "delta", "Anthropic message_delta");
       if (auto r = delta.find("stop_reason"); r != delta.end() && r->is_string()) stop_reason_ = r->get<std::string>();
       if (auto u = e.find("usage"); u != e.end() && u->is_object()) {
         // Cumulative: replaces, never adds to, what message_start said.
@@ -174,13 +162,13 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
     if (index >= blocks_.size()) blocks_.resize(index + 1);
     Block& block = blocks_[index];
     if (type == "content_block_start") {
-      const Json cb = object_at(e, "content_block", "Anthropic content_block_start");
+      const Json cb = detail::object_at(e, "content_block", "Anthropic content_block_start");
       block.type = text_of(cb.value("type", Json()));
       block.id = text_of(cb.value("id", Json()));
       block.name = text_of(cb.value("name", Json()));
       block.text = text_of(cb.value("text", Json()));
     } else if (type == "content_block_delta") {
-      const Json delta = object_at(e, "delta", "Anthropic content_block_delta");
+      const Json delta = detail::object_at(e, "delta", "Anthropic content_block_delta");
       const std::string dt = text_of(delta.value("type", Json()));
       if (dt == "text_delta") {
         const std::string text = text_of(delta.value("text", Json()));

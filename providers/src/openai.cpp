@@ -59,18 +59,6 @@ Usage usage_of(const Json& u) {
   return usage;
 }
 
-// The object at `key` of `parent`: absent or null is an empty object; any
-// other type is a malformed reply.
-Json object_at(const Json& parent, const char* key, std::string_view what) {
-  const auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return Json::object();
-  if (!it->is_object()) {
-    throw ProviderError(ErrorCode::protocol, std::string(what) + "." + key + " is " +
-                                                 std::string(json_type_name(*it)) + ", not an object");
-  }
-  return *it;
-}
-
 std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
 
 }  // namespace
@@ -112,13 +100,13 @@ ModelResponse openai_chat_response(const Json& body) {
       throw ProviderError(ErrorCode::protocol, "OpenAI response has no choices");
     }
     const Json& choice = (*choices)[0];
-    const Json message = object_at(choice, "message", "OpenAI response choices[0]");
+    const Json message = detail::object_at(choice, "message", "OpenAI response choices[0]");
     ModelResponse out;
     out.message.role = Role::assistant;
     out.message.content = text_of(message.value("content", Json()));
     if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
       for (const auto& c : *calls) {
-        const Json function = object_at(c, "function", "OpenAI response tool call");
+        const Json function = detail::object_at(c, "function", "OpenAI response tool call");
         ToolCall call;
         call.id = text_of(c.value("id", Json()));
         call.name = text_of(function.value("name", Json()));
@@ -151,7 +139,7 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
       if (!choice.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: a choice is not an object");
       const auto index = choice.find("index");
       if (index != choice.end() && json_integer<std::int64_t>(*index, "choices[].index") != 0) continue;  // n > 1: the first choice only
-      const Json delta = object_at(choice, "delta", "OpenAI stream event choices[]");
+      const Json delta = detail::object_at(choice, "delta", "OpenAI stream event choices[]");
       const std::string text = text_of(delta.value("content", Json()));
       if (on_text_ && !text.empty()) on_text_(text);
       content_ += text;
@@ -164,7 +152,7 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
           if (index >= calls_.size()) calls_.resize(index + 1);
           PartialCall& call = calls_[index];
           if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get<std::string>();
-          const Json function = object_at(c, "function", "OpenAI stream event tool call");
+          const Json function = detail::object_at(c, "function", "OpenAI stream event tool call");
           if (auto n = function.find("name"); n != function.end() && n->is_string()) call.name += n->get<std::string>();
           if (auto a = function.find("arguments"); a != function.end() && a->is_string()) {
             call.arguments += a->get<std::string>();

@@ -19,11 +19,6 @@ std::string media_type(std::string_view content_type) {
   return out;
 }
 
-// The same error, its message naming where the reply came from.
-ProviderError from(const ProviderError& e, const std::string& url) {
-  return ProviderError(e.code(), std::string(e.what()) + " (from " + url + ")", e.http_status(), e.retryable(),
-                       e.retry_after(), e.usage());
-}
 
 }  // namespace
 
@@ -58,7 +53,10 @@ void ReplyReader::on_headers(const HttpResponse& head) {
   }
 }
 
-void ReplyReader::fail(const ProviderError& error) const { throw from(error, url_); }
+// The same error, its message naming where the reply came from.
+void ReplyReader::fail(const ProviderError& error) const {
+  throw error.with_message(std::string(error.what()) + " (from " + url_ + ")");
+}
 
 std::string ReplyReader::content_type_shown() const {
   return media_type_.empty() ? std::string("no content type") : "content type '" + media_type_ + "'";

@@ -35,6 +35,18 @@ decltype(auto) read_json(std::string_view what, Read&& read) {
   }
 }
 
+// The object at `key` of `parent`: absent or null is an empty object; any
+// other type is a malformed reply (ProviderError(protocol) naming `what`.`key`).
+inline Json object_at(const Json& parent, const char* key, std::string_view what) {
+  const auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return Json::object();
+  if (!it->is_object()) {
+    throw ProviderError(ErrorCode::protocol, std::string(what) + "." + key + " is " +
+                                                 std::string(json_type_name(*it)) + ", not an object");
+  }
+  return *it;
+}
+
 // A token count: 0 when `key` is absent or null, else a non-negative integer
 // (json_integer; anything else throws JsonError naming `what`.`key`).
 inline std::int64_t token_count(const Json& object, std::string_view key, std::string_view what) {

@@ -157,7 +157,7 @@ ProviderError scrubbed(const ProviderError& e, const std::vector<std::string>& s
     }
   }
   if (!changed) return e;
-  return ProviderError(e.code(), std::move(message), e.http_status(), e.retryable(), e.retry_after(), e.usage());
+  return e.with_message(std::move(message));
 }
 
 // The scheme and authority of a URL (no user info) and where its path ends.

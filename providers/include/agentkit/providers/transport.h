@@ -48,6 +48,10 @@ class ProviderError : public ModelError {
   int http_status() const noexcept { return http_status_; }
   bool retryable() const noexcept { return retryable_; }
   std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
+  // The same error (code, status, retry advice, usage) with another message.
+  ProviderError with_message(std::string message) const {
+    return ProviderError(code_, std::move(message), http_status_, retryable_, retry_after_, usage());
+  }
 
  private:
   ErrorCode code_;
