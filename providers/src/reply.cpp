@@ -101,7 +101,9 @@ void ReplyReader::feed(std::string_view bytes) {
   try {
     detail::read_json(std::string(format_.provider) + " stream event", [&] { decoder_.feed(bytes, sink_); });
   } catch (const ProviderError& e) {
-    fail(e);
+    // An error event mid-stream: the tokens reported before it were spent.
+    const Usage spent = e.usage() == Usage{} ? stream_->finish().usage : e.usage();
+    fail(ProviderError(e.code(), e.what(), e.http_status(), e.retryable(), e.retry_after(), spent));
   } catch (const std::length_error& e) {
     fail(ProviderError(ErrorCode::protocol, std::string(format_.provider) + " stream: " + e.what()));
   }

@@ -165,6 +165,15 @@ TEST_CASE("a stream cut between events before its terminal event is truncated, w
   }
 }
 
+TEST_CASE("an error event mid-stream is that error, carrying the usage reported before it", "[fail_closed]") {
+  const auto e = error_of([] {
+    anthropic(joined(first(kAnthropicText, 3)) +
+              "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+  });
+  CHECK(e.code() == ErrorCode::overloaded);
+  CHECK(e.usage().input_tokens == 30);
+}
+
 TEST_CASE("complete streams still decode through ReplyReader in any chunking", "[fail_closed][truncated]") {
   for (std::size_t size : {1u, 7u, 64u, 100000u}) {
     ReplyReader reader(openai_chat_reply(), kUrl, std::make_unique<OpenAIStreamAccumulator>());

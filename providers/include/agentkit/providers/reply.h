@@ -7,7 +7,7 @@
 //
 // - a stream that ends before its terminal event (a clean close with no
 //   length framing, at or between events) is ProviderError(truncated),
-//   carrying the usage received so far;
+//   carrying the usage received so far (as does an error event mid-stream);
 // - a 2xx body that is a JSON error object is the typed error it describes
 //   (retryable when its type or x-should-retry says so);
 // - a complete JSON completion answering a streaming request is accepted as
