@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -155,6 +156,18 @@ double Section::convert<double>(const std::string& key, const YAML::Node& value)
   return out;
 }
 
+// A duration written in seconds (fractions allowed): a number that is not
+// negative and whose milliseconds fit, range-checked before the conversion
+// (`.inf` and 1e300 are refused, not cast).
+template <>
+std::chrono::milliseconds Section::convert<std::chrono::milliseconds>(const std::string& key,
+                                                                      const YAML::Node& value) const {
+  const double s = convert<double>(key, value);
+  const auto ms = exact_integer<std::int64_t>(std::trunc(s * 1000));
+  if (!ms) fail(key, "must be a finite number of seconds, not " + shown(value));
+  return std::chrono::milliseconds(*ms);
+}
+
 template <>
 bool Section::convert<bool>(const std::string& key, const YAML::Node& value) const {
   bool out = false;
@@ -231,19 +244,6 @@ E one_of(const Section& section, const std::string& key, const std::vector<std::
 const std::vector<std::pair<std::string, ParamType>> kParamTypes = {
     {"string", ParamType::string},   {"integer", ParamType::integer}, {"number", ParamType::number},
     {"boolean", ParamType::boolean}, {"array", ParamType::array},     {"object", ParamType::object}};
-
-// The longest duration a definition may give (about 31 years). Past it the
-// milliseconds would not fit the clock's integer, and .inf would not convert
-// at all: the conversion is undefined behaviour, so such a value is refused.
-constexpr double kMaxSeconds = 1e9;
-
-// `key` of `section`, in seconds, as milliseconds.
-std::optional<std::chrono::milliseconds> seconds(const Section& section, const std::string& key) {
-  const auto s = section.get<double>(key);
-  if (!s) return std::nullopt;
-  if (*s > kMaxSeconds) section.fail(key, "must be at most 1000000000 seconds, not " + shown(section.node(key)));
-  return std::chrono::milliseconds(static_cast<std::int64_t>(*s * 1000));
-}
 
 // A URL must be absolute http(s), without credentials (keys come from the
 // environment, never from the file).
@@ -377,7 +377,7 @@ class Loader {
     config.budget.tool_calls = positive("tool_calls");
     config.budget.tokens = positive("tokens");
     config.budget.cost_usd = budget.get<double>("cost_usd");
-    config.budget.wall_time = seconds(budget, "wall_time_s");
+    config.budget.wall_time = budget.get<std::chrono::milliseconds>("wall_time_s");
   }
 
   static void read_pricing(const Section& pricing, AgentConfig& config) {
@@ -483,7 +483,7 @@ class Loader {
     def.requires_approval = rest.get_or<bool>("requires_approval", false);
     def.tags = rest.get_or<std::vector<std::string>>("tags", {});
     def.headers = rest.get_or<StringPairs>("headers", {});
-    if (auto t = seconds(rest, "timeout_s")) def.timeout = *t;
+    def.timeout = rest.get_or<std::chrono::milliseconds>("timeout_s", def.timeout);
     def.retries = rest.get_or<int>("retries", 0);
     def.max_redirects = rest.get_or<int>("max_redirects", def.max_redirects);
     if (rest.has("params")) {
@@ -556,7 +556,7 @@ class Loader {
       http.headers = mcp.get_or<StringPairs>("headers", {});
       server.http = std::move(http);
     }
-    if (auto t = seconds(mcp, "timeout_s")) server.timeout = *t;
+    server.timeout = mcp.get_or<std::chrono::milliseconds>("timeout_s", server.timeout);
     config.mcp.push_back(std::move(server));
   }
 

@@ -197,7 +197,49 @@ struct ParseLimitExceeded {
   std::string reason;
 };
 
+// Parses `text` under `limits`: nesting and string length are checked while
+// parsing (a ParseLimitExceeded saying "<nested> nested deeper than ..." or
+// "a string in <where> is ..."), not after. The size check and the messages
+// for bad JSON are the callers'.
+Json parse_bounded(std::string_view text, const JsonLimits& limits, std::string_view nested, std::string_view where) {
+  Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        static_cast<std::size_t>(depth) >= limits.max_depth) {
+      throw ParseLimitExceeded{std::string(nested) + " nested deeper than " + std::to_string(limits.max_depth) +
+                               " levels"};
+    }
+    if (event == Json::parse_event_t::value && parsed.is_string() &&
+        parsed.get_ref<const std::string&>().size() > limits.max_string_bytes) {
+      throw ParseLimitExceeded{"a string in " + std::string(where) + " is " +
+                               std::to_string(parsed.get_ref<const std::string&>().size()) +
+                               " bytes; the limit is " + std::to_string(limits.max_string_bytes)};
+    }
+    return true;
+  };
+  return Json::parse(text.begin(), text.end(), check);
+}
+
+std::string short_what(const Json::exception& e) {
+  std::string what = e.what();
+  if (what.size() > 200) what = what.substr(0, 200) + "...";
+  return what;
+}
+
 }  // namespace
+
+Json parse_json(std::string_view text, const JsonLimits& limits, std::string_view what) {
+  if (text.size() > limits.max_bytes) {
+    throw JsonError(std::string(what) + " is " + std::to_string(text.size()) + " bytes; the limit is " +
+                    std::to_string(limits.max_bytes));
+  }
+  try {
+    return parse_bounded(text, limits, std::string(what) + " is", what);
+  } catch (const ParseLimitExceeded& e) {
+    throw JsonError(e.reason);
+  } catch (const Json::exception& e) {
+    throw JsonError(std::string(what) + " is not valid JSON: " + short_what(e));
+  }
+}
 
 Json parse_arguments(std::string_view tool, std::string_view text, const JsonLimits& limits) {
   const auto reject = [&](std::string reason) -> Json {
@@ -210,27 +252,12 @@ Json parse_arguments(std::string_view tool, std::string_view text, const JsonLim
   // An empty argument string means "no arguments" (providers send "" for
   // no-argument tools).
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return Json::object();
-  Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        static_cast<std::size_t>(depth) >= limits.max_depth) {
-      throw ParseLimitExceeded{"arguments are nested deeper than " + std::to_string(limits.max_depth) + " levels"};
-    }
-    if (event == Json::parse_event_t::value && parsed.is_string() &&
-        parsed.get_ref<const std::string&>().size() > limits.max_string_bytes) {
-      throw ParseLimitExceeded{"a string argument is " +
-                               std::to_string(parsed.get_ref<const std::string&>().size()) +
-                               " bytes; the limit is " + std::to_string(limits.max_string_bytes)};
-    }
-    return true;
-  };
   try {
-    return Json::parse(text.begin(), text.end(), check);
+    return parse_bounded(text, limits, "arguments are", "the arguments");
   } catch (const ParseLimitExceeded& e) {
     return reject(e.reason);
   } catch (const Json::exception& e) {
-    std::string what = e.what();
-    if (what.size() > 200) what = what.substr(0, 200) + "...";
-    return reject("arguments are not valid JSON: " + what);
+    return reject("arguments are not valid JSON: " + short_what(e));
   }
 }
 

@@ -92,8 +92,12 @@ Message message_from_json(const Json& j) {
 }
 
 Usage usage_from_json(const Json& j) {
-  return {j.value("input_tokens", std::int64_t{0}), j.value("output_tokens", std::int64_t{0}),
-          j.value("cached_tokens", std::int64_t{0})};
+  if (!j.is_object()) throw std::invalid_argument("usage: expected an object");
+  const auto count = [&](const char* key) -> std::int64_t {
+    const auto it = j.find(key);
+    return it == j.end() ? 0 : json_integer<std::int64_t>(*it, std::string("usage.") + key);
+  };
+  return {count("input_tokens"), count("output_tokens"), count("cached_tokens")};
 }
 
 }  // namespace agentkit

@@ -71,27 +71,29 @@ Json document(const RunState& s, Json history_json) {
   for (const auto& o : s.outcomes) {
     outcomes_json.push_back(o ? Json{{"text", o->text}, {"is_error", o->is_error}, {"outcome", o->outcome}} : Json());
   }
-  return {{"version", RunState::kVersion},
-          {"run_id", s.run_id},
-          {"agent", s.agent},
-          {"task", s.task},
-          {"phase", enum_name(kPhases, s.phase)},
-          {"history", std::move(history_json)},
-          {"iterations", s.iterations},
-          {"tool_calls", s.tool_calls},
-          {"cost_usd", s.cost_usd},
-          {"repairs", s.repairs},
-          {"batch", std::move(batch_json)},
-          {"outcomes", std::move(outcomes_json)},
-          {"pending", s.pending},
-          {"approved", s.approved},
-          {"proposed", s.proposed},
-          {"session", s.session},
-          {"session_base", s.session_base},
-          {"usage", agentkit::to_json(s.usage)},
-          {"stop_reason", enum_name(kStopReasons, s.stop_reason)},
-          {"output", s.output},
-          {"error", s.error}};
+  Json doc = {{"version", RunState::kVersion},
+               {"run_id", s.run_id},
+               {"agent", s.agent},
+               {"task", s.task},
+               {"phase", enum_name(kPhases, s.phase)},
+               {"history", std::move(history_json)},
+               {"iterations", s.iterations},
+               {"tool_calls", s.tool_calls},
+               {"cost_usd", s.cost_usd},
+               {"repairs", s.repairs},
+               {"batch", std::move(batch_json)},
+               {"outcomes", std::move(outcomes_json)},
+               {"pending", s.pending},
+               {"approved", s.approved},
+               {"proposed", s.proposed},
+               {"session", s.session},
+               {"session_base", s.session_base},
+               {"usage", agentkit::to_json(s.usage)},
+               {"stop_reason", enum_name(kStopReasons, s.stop_reason)},
+               {"output", s.output},
+               {"error", s.error}};
+  if (!s.error_code.empty()) doc["error_code"] = s.error_code;
+  return doc;
 }
 
 }  // namespace
@@ -107,21 +109,27 @@ Json RunState::to_json() const {
 RunState RunState::from_json(const Json& j) {
   try {
     if (!j.is_object()) throw std::invalid_argument("run state: expected an object");
-    const int version = j.at("version").get<int>();
+    const int version = json_integer<int>(j.at("version"), "run state: version");
     if (version < 1) throw std::invalid_argument("run state: version " + std::to_string(version) + " is not valid");
     if (version > kVersion) {
       throw std::invalid_argument("run state: version " + std::to_string(version) +
                                   " was written by a newer agentkit (this one reads up to " +
                                   std::to_string(kVersion) + ")");
     }
+    // A count: an int in range (never a float cast into one), not negative.
+    const auto count = [&](const char* key) {
+      const int n = json_integer<int>(j.at(key), std::string("run state: ") + key);
+      if (n < 0) throw std::invalid_argument(std::string("run state: ") + key + " is negative");
+      return n;
+    };
     RunState s;
     s.run_id = j.at("run_id").get<std::string>();
     s.agent = j.at("agent").get<std::string>();
     s.task = j.at("task").get<std::string>();
     s.phase = parse_enum(kPhases, j.at("phase").get<std::string>(), "phase");
     for (const auto& m : j.at("history")) s.history.push_back(message_from_json(m));
-    s.iterations = j.at("iterations").get<int>();
-    s.repairs = j.at("repairs").get<int>();
+    s.iterations = count("iterations");
+    s.repairs = count("repairs");
     for (const auto& c : j.at("batch")) s.batch.push_back(tool_call_from_json(c));
     for (const auto& o : j.at("outcomes")) {
       if (o.is_null()) {
@@ -137,13 +145,13 @@ RunState RunState::from_json(const Json& j) {
       s.approved = j.at("approved").get<std::vector<std::string>>();
       if (j.contains("proposed")) s.proposed = j.at("proposed").get<std::map<std::string, Json>>();
       s.session = j.at("session").get<std::string>();
-      s.session_base = j.at("session_base").get<int>();
+      s.session_base = json_integer<int>(j.at("session_base"), "run state: session_base");
       if (s.session_base < 0 || static_cast<std::size_t>(s.session_base) > s.history.size()) {
         throw std::invalid_argument("run state: session_base is out of range");
       }
     }
     if (version >= 3) {
-      s.tool_calls = j.at("tool_calls").get<int>();
+      s.tool_calls = count("tool_calls");
       s.cost_usd = j.at("cost_usd").get<double>();
     }
     s.usage = usage_from_json(j.at("usage"));
@@ -151,6 +159,7 @@ RunState RunState::from_json(const Json& j) {
     s.output = j.at("output").get<std::string>();
     s.error = j.at("error").get<std::string>();
     s.signature = j.value("signature", std::string());
+    if (auto code = j.find("error_code"); code != j.end()) s.error_code = code->get<std::string>();
     return s;
   } catch (const Json::exception& e) {
     throw std::invalid_argument(std::string("run state: malformed document: ") + e.what());
@@ -229,9 +238,10 @@ StoredRun read_run(state::Store& store, const Scope& scope, std::string_view run
         run.sealed.segments.push_back(name.get<std::string>());
       }
       run.sealed.messages = history.size();
-      if (doc.at("history_sealed").get<std::size_t>() != run.sealed.messages) {
+      const auto sealed = json_integer<std::size_t>(doc.at("history_sealed"), "history_sealed");
+      if (sealed != run.sealed.messages) {
         throw unreadable("its history segments hold " + std::to_string(run.sealed.messages) + " messages, not " +
-                         std::to_string(doc.at("history_sealed").get<std::size_t>()));
+                         std::to_string(sealed));
       }
       for (auto& m : doc.at("history")) history.push_back(std::move(m));
       doc["history"] = std::move(history);

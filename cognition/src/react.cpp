@@ -153,6 +153,7 @@ class ReActDriver final : public RunHandle::Driver {
         model_error_ = e.what();
       }
     }
+    error_code_ = st_.error_code;  // a finished run comes back as it ended
     if (st_.phase == Phase::suspended) apply_decisions(decisions);
     claim();
   }
@@ -335,6 +336,11 @@ class ReActDriver final : public RunHandle::Driver {
       std::string why;
       try {
         std::rethrow_exception(slot->error);
+      } catch (const ModelError& e) {
+        // A failed call may still have spent tokens (a stream cut short).
+        why = e.what();
+        error_code_ = e.error_code();
+        charge(e.usage());
       } catch (const std::exception& e) {
         why = e.what();
       } catch (...) {
@@ -344,14 +350,7 @@ class ReActDriver final : public RunHandle::Driver {
     }
     ModelResponse& response = slot->response;
     ++st_.iterations;
-    st_.usage += response.usage;
-    ctx_.usage->add(response.usage);
-    ctx_.budget->charge_tokens(response.usage);
-    if (const auto& pricing = agent_.options().pricing) {
-      const double cost = pricing->cost(response.usage);
-      st_.cost_usd += cost;
-      ctx_.budget->charge_cost(cost);
-    }
+    charge(response.usage);
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
     // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
     Message message = sanitize_utf8(std::move(response.message));
@@ -362,6 +361,18 @@ class ReActDriver final : public RunHandle::Driver {
       on_tool_calls(std::move(message));
     }
     if (!done_) checkpoint();
+  }
+
+  // One model call's usage, charged to the run, its meter and its budget.
+  void charge(const Usage& usage) {
+    st_.usage += usage;
+    ctx_.usage->add(usage);
+    ctx_.budget->charge_tokens(usage);
+    if (const auto& pricing = agent_.options().pricing) {
+      const double cost = pricing->cost(usage);
+      st_.cost_usd += cost;
+      ctx_.budget->charge_cost(cost);
+    }
   }
 
   void on_answer(Message message) {
@@ -655,6 +666,7 @@ class ReActDriver final : public RunHandle::Driver {
     if (reason != StopReason::suspended) st_.phase = Phase::done;
     st_.stop_reason = reason;
     st_.error = error;
+    st_.error_code = reason == StopReason::failed ? error_code_ : std::string();
     if (reason != StopReason::answered && st_.output.empty()) {
       for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
         if (it->role == Role::assistant && !it->content.empty()) {
@@ -667,6 +679,7 @@ class ReActDriver final : public RunHandle::Driver {
     result_.output = st_.output;
     result_.structured = structured_;
     result_.error = std::move(error);
+    result_.error_code = st_.error_code;
     result_.usage = ctx_.usage->total();  // this run's steps plus its sub-runs'
     if (parent_usage_) parent_usage_->add(result_.usage);
     result_.iterations = st_.iterations;
@@ -690,6 +703,7 @@ class ReActDriver final : public RunHandle::Driver {
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
   std::shared_ptr<Model> model_;
   std::string model_error_;  // why the resolver gave no model
+  std::string error_code_;   // the canonical code of the ModelError that failed the run
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
   std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable

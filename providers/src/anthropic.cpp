@@ -10,10 +10,11 @@ namespace {
 
 Usage usage_of(const Json& u) {
   Usage usage;
-  if (!u.is_object()) return usage;
-  usage.input_tokens = u.value("input_tokens", std::int64_t{0});
-  usage.output_tokens = u.value("output_tokens", std::int64_t{0});
-  usage.cached_tokens = u.value("cache_read_input_tokens", std::int64_t{0});
+  if (u.is_null()) return usage;
+  if (!u.is_object()) throw ProviderError(ErrorCode::protocol, "usage is " + std::string(json_type_name(u)) + ", not an object");
+  usage.input_tokens = detail::token_count(u, "input_tokens", "usage");
+  usage.output_tokens = detail::token_count(u, "output_tokens", "usage");
+  usage.cached_tokens = detail::token_count(u, "cache_read_input_tokens", "usage");
   return usage;
 }
 
@@ -99,83 +100,86 @@ Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& optio
 }
 
 ModelResponse anthropic_response(const Json& body) {
-  if (!body.is_object()) throw ProviderError(ErrorCode::protocol, "Anthropic response is not a JSON object");
-  if (body.value("type", std::string()) == "error") throw detail::stream_error(body.value("error", Json()));
-  auto content = body.find("content");
-  if (content == body.end() || !content->is_array()) {
-    throw ProviderError(ErrorCode::protocol, "Anthropic response has no content array");
-  }
-  ModelResponse out;
-  out.message.role = Role::assistant;
-  for (const auto& block : *content) {
-    if (!block.is_object()) continue;
-    const std::string type = text_of(block.value("type", Json()));
-    if (type == "text") {
-      out.message.content += text_of(block.value("text", Json()));
-    } else if (type == "tool_use") {
-      Json input = block.value("input", Json::object());
-      out.message.tool_calls.push_back(ToolCall{text_of(block.value("id", Json())), text_of(block.value("name", Json())),
-                                                input.is_object() ? input : Json::object(), {}});
+  return detail::read_json("Anthropic response", [&] {
+    if (!body.is_object()) throw ProviderError(ErrorCode::protocol, "Anthropic response is not a JSON object");
+    if (text_of(body.value("type", Json())) == "error") throw detail::stream_error(body.value("error", Json()));
+    auto content = body.find("content");
+    if (content == body.end() || !content->is_array()) {
+      throw ProviderError(ErrorCode::protocol, "Anthropic response has no content array");
     }
-  }
-  out.finish_reason = anthropic_stop_reason(text_of(body.value("stop_reason", Json())));
-  out.usage = usage_of(body.value("usage", Json()));
-  return out;
+    ModelResponse out;
+    out.message.role = Role::assistant;
+    for (const auto& block : *content) {
+      if (!block.is_object()) continue;
+      const std::string type = text_of(block.value("type", Json()));
+      if (type == "text") {
+        out.message.content += text_of(block.value("text", Json()));
+      } else if (type == "tool_use") {
+        Json input = block.value("input", Json::object());
+        out.message.tool_calls.push_back(ToolCall{text_of(block.value("id", Json())),
+                                                  text_of(block.value("name", Json())),
+                                                  input.is_object() ? input : Json::object(), {}});
+      }
+    }
+    out.finish_reason = anthropic_stop_reason(text_of(body.value("stop_reason", Json())));
+    out.usage = usage_of(body.value("usage", Json()));
+    return out;
+  });
 }
 
 void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
   if (done_ || event.data.empty()) return;
-  Json e;
-  try {
-    e = Json::parse(event.data);
-  } catch (const Json::exception& ex) {
-    throw ProviderError(ErrorCode::protocol, std::string("Anthropic stream event is not JSON: ") + ex.what());
-  }
-  if (!e.is_object()) return;
-  const std::string type = text_of(e.value("type", Json()));
-  if (type == "error" || event.event == "error") throw detail::stream_error(e.value("error", Json()));
-  if (type == "message_start") {
-    usage_ = usage_of(e.value("message", Json::object()).value("usage", Json()));
-    return;
-  }
-  if (type == "message_stop") {
-    done_ = true;
-    return;
-  }
-  if (type == "message_delta") {
-    const Json delta = e.value("delta", Json::object());
-    if (auto r = delta.find("stop_reason"); r != delta.end() && r->is_string()) stop_reason_ = r->get<std::string>();
-    if (auto u = e.find("usage"); u != e.end() && u->is_object()) {
-      // Cumulative: replaces, never adds to, what message_start said.
-      if (u->contains("output_tokens")) usage_.output_tokens = u->value("output_tokens", std::int64_t{0});
-      if (u->contains("input_tokens")) usage_.input_tokens = u->value("input_tokens", std::int64_t{0});
-      if (u->contains("cache_read_input_tokens")) usage_.cached_tokens = u->value("cache_read_input_tokens", std::int64_t{0});
+  const Json e = parse_provider_json(event.data, "Anthropic stream event");
+  detail::read_json("Anthropic stream event", [&] {
+    if (!e.is_object()) throw ProviderError(ErrorCode::protocol, "Anthropic stream event is not a JSON object");
+    const std::string type = text_of(e.value("type", Json()));
+    if (type == "error" || event.event == "error") throw detail::stream_error(e.value("error", Json()));
+    if (type == "message_start") {
+      usage_ = usage_of(detail::object_at(e, "message", "Anthropic message_start").value("usage", Json()));
+      return;
     }
-    return;
-  }
-  if (type != "content_block_start" && type != "content_block_delta" && type != "content_block_stop") return;
-  const auto index = e.value("index", std::size_t{0});
-  if (index > 1024) throw ProviderError(ErrorCode::protocol, "Anthropic stream: content block index out of range");
-  if (index >= blocks_.size()) blocks_.resize(index + 1);
-  Block& block = blocks_[index];
-  if (type == "content_block_start") {
-    const Json cb = e.value("content_block", Json::object());
-    block.type = text_of(cb.value("type", Json()));
-    block.id = text_of(cb.value("id", Json()));
-    block.name = text_of(cb.value("name", Json()));
-    block.text = text_of(cb.value("text", Json()));
-  } else if (type == "content_block_delta") {
-    const Json delta = e.value("delta", Json::object());
-    const std::string dt = text_of(delta.value("type", Json()));
-    if (dt == "text_delta") {
-      const std::string text = text_of(delta.value("text", Json()));
-      if (on_text_ && !text.empty() && block.type == "text") on_text_(text);
-      block.text += text;
+    if (type == "message_stop") {
+      done_ = true;
+      return;
     }
-    if (dt == "input_json_delta") block.partial_json += text_of(delta.value("partial_json", Json()));
-  } else {
-    block.stopped = true;
-  }
+    if (type == "message_delta") {
+      const Json delta = detail::object_at(e, "delta", "Anthropic message_delta");
+      if (auto r = delta.find("stop_reason"); r != delta.end() && r->is_string()) stop_reason_ = r->get<std::string>();
+      if (auto u = e.find("usage"); u != e.end() && u->is_object()) {
+        // Cumulative: replaces, never adds to, what message_start said.
+        if (u->contains("output_tokens")) usage_.output_tokens = detail::token_count(*u, "output_tokens", "usage");
+        if (u->contains("input_tokens")) usage_.input_tokens = detail::token_count(*u, "input_tokens", "usage");
+        if (u->contains("cache_read_input_tokens")) {
+          usage_.cached_tokens = detail::token_count(*u, "cache_read_input_tokens", "usage");
+        }
+      }
+      return;
+    }
+    if (type != "content_block_start" && type != "content_block_delta" && type != "content_block_stop") return;
+    const auto at = e.find("index");
+    const auto index = at == e.end() ? std::size_t{0} : json_integer<std::size_t>(*at, "index");
+    if (index > 1024) throw ProviderError(ErrorCode::protocol, "Anthropic stream: content block index out of range");
+    if (index >= blocks_.size()) blocks_.resize(index + 1);
+    Block& block = blocks_[index];
+    if (type == "content_block_start") {
+      const Json cb = detail::object_at(e, "content_block", "Anthropic content_block_start");
+      block.type = text_of(cb.value("type", Json()));
+      block.id = text_of(cb.value("id", Json()));
+      block.name = text_of(cb.value("name", Json()));
+      block.text = text_of(cb.value("text", Json()));
+    } else if (type == "content_block_delta") {
+      const Json delta = detail::object_at(e, "delta", "Anthropic content_block_delta");
+      const std::string dt = text_of(delta.value("type", Json()));
+      if (dt == "text_delta") {
+        const std::string text = text_of(delta.value("text", Json()));
+        if (on_text_ && !text.empty() && block.type == "text") on_text_(text);
+        block.text += text;
+      }
+      if (dt == "input_json_delta") block.partial_json += text_of(delta.value("partial_json", Json()));
+    } else {
+      block.stopped = true;
+    }
+  });
 }
 
 ModelResponse AnthropicStreamAccumulator::finish() {
@@ -187,7 +191,8 @@ ModelResponse AnthropicStreamAccumulator::finish() {
     } else if (block.type == "tool_use") {
       ToolCall call{block.id, block.name, Json::object(), {}};
       // A no-argument tool sends "" as its only delta: that is {}. Text is
-      // handed to the loop unparsed, so a cut-off input becomes a repair.
+      // handed to the loop unparsed, so an input cut by max_tokens becomes a
+      // repair.
       if (!block.partial_json.empty()) call.arguments_text = block.partial_json;
       if (!block.stopped && call.arguments_text.empty()) call.arguments_text = "{";
       out.message.tool_calls.push_back(std::move(call));
@@ -197,6 +202,11 @@ ModelResponse AnthropicStreamAccumulator::finish() {
                                            : anthropic_stop_reason(stop_reason_);
   out.usage = usage_;
   return out;
+}
+
+const ReplyFormat& anthropic_reply() {
+  static constexpr ReplyFormat format{"Anthropic", "message_stop", &anthropic_response};
+  return format;
 }
 
 AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOptions options)
@@ -212,13 +222,10 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = anthropic_body(request, options_, options_.stream).dump();
   if (options_.stream) {
-    return std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(*transport_, std::move(http),
-                                                                                     ctx.cancellation,
-                                                                                     detail::text_deltas(ctx));
+    return std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(
+        *transport_, std::move(http), ctx.cancellation, anthropic_reply(), detail::text_deltas(ctx));
   }
-  return std::make_unique<detail::WholeCompletion>(
-      *transport_, std::move(http), ctx.cancellation,
-      [](const HttpResponse& response) { return anthropic_response(detail::parse_body("Anthropic", response)); });
+  return std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation, anthropic_reply());
 }
 
 ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {

@@ -49,11 +49,12 @@ Schema message_json(const Message& m) {
 
 Usage usage_of(const Json& u) {
   Usage usage;
-  if (!u.is_object()) return usage;
-  usage.input_tokens = u.value("prompt_tokens", std::int64_t{0});
-  usage.output_tokens = u.value("completion_tokens", std::int64_t{0});
+  if (u.is_null()) return usage;
+  if (!u.is_object()) throw ProviderError(ErrorCode::protocol, "usage is " + std::string(json_type_name(u)) + ", not an object");
+  usage.input_tokens = detail::token_count(u, "prompt_tokens", "usage");
+  usage.output_tokens = detail::token_count(u, "completion_tokens", "usage");
   if (auto d = u.find("prompt_tokens_details"); d != u.end() && d->is_object()) {
-    usage.cached_tokens = d->value("cached_tokens", std::int64_t{0});
+    usage.cached_tokens = detail::token_count(*d, "cached_tokens", "usage.prompt_tokens_details");
   }
   return usage;
 }
@@ -91,31 +92,33 @@ Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& option
 }
 
 ModelResponse openai_chat_response(const Json& body) {
-  if (!body.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI response is not a JSON object");
-  if (auto e = body.find("error"); e != body.end() && !e->is_null()) throw detail::stream_error(*e);
-  auto choices = body.find("choices");
-  if (choices == body.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {
-    throw ProviderError(ErrorCode::protocol, "OpenAI response has no choices");
-  }
-  const Json& choice = (*choices)[0];
-  const Json message = choice.value("message", Json::object());
-  ModelResponse out;
-  out.message.role = Role::assistant;
-  out.message.content = text_of(message.value("content", Json()));
-  if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
-    for (const auto& c : *calls) {
-      const Json function = c.value("function", Json::object());
-      ToolCall call;
-      call.id = text_of(c.value("id", Json()));
-      call.name = text_of(function.value("name", Json()));
-      call.arguments_text = text_of(function.value("arguments", Json()));
-      if (call.arguments_text.empty()) call.arguments_text = "{}";
-      out.message.tool_calls.push_back(std::move(call));
+  return detail::read_json("OpenAI response", [&] {
+    if (!body.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI response is not a JSON object");
+    if (auto e = body.find("error"); e != body.end() && !e->is_null()) throw detail::stream_error(*e);
+    auto choices = body.find("choices");
+    if (choices == body.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {
+      throw ProviderError(ErrorCode::protocol, "OpenAI response has no choices");
     }
-  }
-  out.finish_reason = openai_finish_reason(text_of(choice.value("finish_reason", Json())));
-  out.usage = usage_of(body.value("usage", Json()));
-  return out;
+    const Json& choice = (*choices)[0];
+    const Json message = detail::object_at(choice, "message", "OpenAI response choices[0]");
+    ModelResponse out;
+    out.message.role = Role::assistant;
+    out.message.content = text_of(message.value("content", Json()));
+    if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
+      for (const auto& c : *calls) {
+        const Json function = detail::object_at(c, "function", "OpenAI response tool call");
+        ToolCall call;
+        call.id = text_of(c.value("id", Json()));
+        call.name = text_of(function.value("name", Json()));
+        call.arguments_text = text_of(function.value("arguments", Json()));
+        if (call.arguments_text.empty()) call.arguments_text = "{}";
+        out.message.tool_calls.push_back(std::move(call));
+      }
+    }
+    out.finish_reason = openai_finish_reason(text_of(choice.value("finish_reason", Json())));
+    out.usage = usage_of(body.value("usage", Json()));
+    return out;
+  });
 }
 
 void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
@@ -124,39 +127,41 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
     done_ = true;
     return;
   }
-  Json chunk;
-  try {
-    chunk = Json::parse(event.data);
-  } catch (const Json::exception& e) {
-    throw ProviderError(ErrorCode::protocol, std::string("OpenAI stream chunk is not JSON: ") + e.what());
-  }
-  if (!chunk.is_object()) return;
-  if (auto e = chunk.find("error"); e != chunk.end() && !e->is_null()) throw detail::stream_error(*e);
-  if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) usage_ = usage_of(*u);
-  auto choices = chunk.find("choices");
-  if (choices == chunk.end() || !choices->is_array()) return;
-  for (const auto& choice : *choices) {
-    if (!choice.is_object() || choice.value("index", 0) != 0) continue;  // n > 1: the first choice only
-    const Json delta = choice.value("delta", Json::object());
-    const std::string text = text_of(delta.value("content", Json()));
-    if (on_text_ && !text.empty()) on_text_(text);
-    content_ += text;
-    if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
-      for (const auto& c : *calls) {
-        const auto index = c.value("index", static_cast<std::size_t>(calls_.size()));
-        if (index > 1024) throw ProviderError(ErrorCode::protocol, "OpenAI stream: tool call index out of range");
-        if (index >= calls_.size()) calls_.resize(index + 1);
-        PartialCall& call = calls_[index];
-        if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get<std::string>();
-        const Json function = c.value("function", Json::object());
-        if (auto n = function.find("name"); n != function.end() && n->is_string()) call.name += n->get<std::string>();
-        if (auto a = function.find("arguments"); a != function.end() && a->is_string()) {
-          call.arguments += a->get<std::string>();
+  const Json chunk = parse_provider_json(event.data, "OpenAI stream event");
+  detail::read_json("OpenAI stream event", [&] {
+    if (!chunk.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event is not a JSON object");
+    if (auto e = chunk.find("error"); e != chunk.end() && !e->is_null()) throw detail::stream_error(*e);
+    if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) usage_ = usage_of(*u);
+    auto choices = chunk.find("choices");
+    if (choices == chunk.end() || choices->is_null()) return;
+    if (!choices->is_array()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: choices is not an array");
+    for (const auto& choice : *choices) {
+      if (!choice.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: a choice is not an object");
+      const auto index = choice.find("index");
+      if (index != choice.end() && json_integer<std::int64_t>(*index, "choices[].index") != 0) continue;  // n > 1: the first choice only
+      const Json delta = detail::object_at(choice, "delta", "OpenAI stream event choices[]");
+      const std::string text = text_of(delta.value("content", Json()));
+      if (on_text_ && !text.empty()) on_text_(text);
+      content_ += text;
+      if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
+        for (const auto& c : *calls) {
+          if (!c.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: a tool call is not an object");
+          const auto at = c.find("index");
+          const auto index = at == c.end() ? calls_.size() : json_integer<std::size_t>(*at, "tool_calls[].index");
+          if (index > 1024) throw ProviderError(ErrorCode::protocol, "OpenAI stream: tool call index out of range");
+          if (index >= calls_.size()) calls_.resize(index + 1);
+          PartialCall& call = calls_[index];
+          if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get<std::string>();
+          const Json function = detail::object_at(c, "function", "OpenAI stream event tool call");
+          if (auto n = function.find("name"); n != function.end() && n->is_string()) call.name += n->get<std::string>();
+          if (auto a = function.find("arguments"); a != function.end() && a->is_string()) {
+            call.arguments += a->get<std::string>();
+          }
         }
       }
+      if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
     }
-    if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
-  }
+  });
 }
 
 ModelResponse OpenAIStreamAccumulator::finish() {
@@ -173,6 +178,11 @@ ModelResponse OpenAIStreamAccumulator::finish() {
   return out;
 }
 
+const ReplyFormat& openai_chat_reply() {
+  static constexpr ReplyFormat format{"OpenAI", "data: [DONE]", &openai_chat_response};
+  return format;
+}
+
 OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options)
     : transport_(std::move(transport)), options_(std::move(options)) {
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
@@ -186,13 +196,11 @@ std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& re
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = openai_chat_body(request, options_, options_.stream).dump();
   if (options_.stream) {
-    return std::make_unique<detail::StreamedCompletion<OpenAIStreamAccumulator>>(*transport_, std::move(http),
-                                                                                  ctx.cancellation,
-                                                                                  detail::text_deltas(ctx));
+    return std::make_unique<detail::StreamedCompletion<OpenAIStreamAccumulator>>(
+        *transport_, std::move(http), ctx.cancellation, openai_chat_reply(), detail::text_deltas(ctx));
   }
-  return std::make_unique<detail::WholeCompletion>(
-      *transport_, std::move(http), ctx.cancellation,
-      [](const HttpResponse& response) { return openai_chat_response(detail::parse_body("OpenAI", response)); });
+  return std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation,
+                                                   openai_chat_reply());
 }
 
 ModelResponse OpenAIChatModel::complete(const ModelRequest& request, RunContext& ctx) {

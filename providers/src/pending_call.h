@@ -1,7 +1,8 @@
 #pragma once
-// A model call over one AsyncRequest, shared by the adapters: streamed (SSE
-// fed to an accumulator inside poll()) or whole (parsed in take()). complete()
-// is begin() driven to the end, so both paths run the same code.
+// A model call over one AsyncRequest, shared by the adapters: streamed (the
+// body fed to a ReplyReader inside poll()) or whole (read in take()), both
+// judged by ReplyReader. complete() is begin() driven to the end, so both
+// paths run the same code.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -11,7 +12,7 @@
 
 #include <agentkit/context.h>
 #include <agentkit/model.h>
-#include <agentkit/providers/sse.h>
+#include <agentkit/providers/reply.h>
 #include <agentkit/providers/transport.h>
 
 namespace agentkit::providers::detail {
@@ -24,68 +25,60 @@ inline TextSink text_deltas(const RunContext& ctx) {
   return [ctx](std::string_view text) { ctx.emit(TextDelta{std::string(text)}); };
 }
 
-// Decodes an SSE body into `Accumulator` as it arrives; `on_text` receives
-// the text fragments the accumulator decodes.
+// A streamed call: the body goes through a ReplyReader, fed as it arrives
+// (so text deltas reach the run as they are decoded); `Accumulator` decodes
+// the adapter's events.
 template <class Accumulator>
 class StreamedCompletion final : public PendingCompletion {
  public:
-  StreamedCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, TextSink on_text = {})
-      : decoded_(std::make_unique<Decoded>(std::move(on_text))),
+  StreamedCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, const ReplyFormat& format,
+                     TextSink on_text = {})
+      : reader_(std::make_unique<ReplyReader>(format, http.url, std::make_unique<Accumulator>(std::move(on_text)))),
         // Reads to the end even after the final event, so the connection
         // stays reusable (an aborted transfer closes it).
         request_(transport.start_stream(
             std::move(http),
-            [d = decoded_.get()](std::string_view bytes) {
-              d->decoder.feed(bytes, d->sink);
+            [r = reader_.get()](std::string_view bytes) {
+              r->feed(bytes);
               return true;
             },
-            &cancel)) {}
+            &cancel, [r = reader_.get()](const HttpResponse& head) { r->on_headers(head); })) {}
 
   bool poll() override { return request_.poll(); }
   void wait(std::chrono::milliseconds max) override { request_.wait(max); }
   void cancel() override { request_.cancel(); }
   ModelResponse take() override {
-    request_.take();  // throws the transport's error, or one the accumulator raised mid-stream
-    decoded_->decoder.finish(decoded_->sink);
-    return decoded_->accumulator.finish();
+    request_.take();  // throws the transport's error, or one the reader raised mid-stream
+    return reader_->finish();
   }
 
  private:
-  struct Decoded {
-    explicit Decoded(TextSink on_text) : accumulator(std::move(on_text)) {}
-    Accumulator accumulator;
-    SseDecoder decoder;
-    SseDecoder::Sink sink = [this](const SseEvent& e) { accumulator.on_event(e); };
-  };
-  std::unique_ptr<Decoded> decoded_;  // before request_: the request's callback points into it
+  std::unique_ptr<ReplyReader> reader_;  // before request_: the request's callbacks point into it
   AsyncRequest request_;
 };
 
-// Reads the whole body, then `parse`s it.
+// A non-streaming call: the whole body, then the same ReplyReader.
 class WholeCompletion final : public PendingCompletion {
  public:
-  using Parse = std::function<ModelResponse(const HttpResponse&)>;
-  WholeCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, Parse parse)
-      : parse_(std::move(parse)), request_(transport.start(std::move(http), &cancel)) {}
+  WholeCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, const ReplyFormat& format)
+      : format_(format), url_(http.url), request_(transport.start(std::move(http), &cancel)) {}
 
   bool poll() override { return request_.poll(); }
   void wait(std::chrono::milliseconds max) override { request_.wait(max); }
   void cancel() override { request_.cancel(); }
-  ModelResponse take() override { return parse_(request_.take()); }
+  ModelResponse take() override {
+    const HttpResponse response = request_.take();
+    ReplyReader reader(format_, url_);
+    reader.on_headers(response);
+    reader.feed(response.body);
+    return reader.finish();
+  }
 
  private:
-  Parse parse_;
+  const ReplyFormat& format_;
+  std::string url_;
   AsyncRequest request_;
 };
-
-// A whole response body as JSON; `provider` names the adapter in the error.
-inline Json parse_body(std::string_view provider, const HttpResponse& response) {
-  try {
-    return Json::parse(response.body);
-  } catch (const Json::exception&) {
-    throw ProviderError(ErrorCode::protocol, std::string(provider) + " response body is not JSON", response.status);
-  }
-}
 
 // A blocking call: `pending` driven to the end on this thread.
 inline ModelResponse complete_now(PendingCompletion& pending) {

@@ -131,13 +131,14 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::permission: return "permission";
     case ErrorCode::cancelled: return "cancelled";
     case ErrorCode::protocol: return "protocol";
+    case ErrorCode::truncated: return "truncated";
   }
   return "unknown";
 }
 
 ProviderError::ProviderError(ErrorCode code, std::string message, int http_status, bool retryable,
-                             std::optional<std::chrono::milliseconds> retry_after)
-    : std::runtime_error(std::move(message)),
+                             std::optional<std::chrono::milliseconds> retry_after, Usage usage)
+    : ModelError(to_string(code), message, usage),
       code_(code),
       http_status_(http_status),
       retryable_(retryable),
@@ -219,8 +220,9 @@ ProviderError error_from_response(const HttpResponse& response) {
 
 namespace detail {
 
-ProviderError stream_error(const nlohmann::json& error) {
-  const ErrorBody b = error_fields(error);
+namespace {
+
+ErrorCode error_code_of(const ErrorBody& b) {
   ErrorCode mapped = ErrorCode::unavailable;
   if (overloaded(b)) {
     mapped = ErrorCode::overloaded;
@@ -236,10 +238,35 @@ ProviderError stream_error(const nlohmann::json& error) {
   } else if (b.type == "permission_error") {
     mapped = ErrorCode::permission;
   }
+  return mapped;
+}
+
+std::string error_message(const ErrorBody& b) {
   std::string message = "provider error in response";
   if (!b.type.empty()) message.append(" (").append(b.type).append(")");
   message.append(": ").append(b.message.empty() ? std::string("no message") : excerpt(b.message, 300));
-  return ProviderError(mapped, std::move(message));
+  return message;
+}
+
+}  // namespace
+
+ProviderError stream_error(const nlohmann::json& error) {
+  const ErrorBody b = error_fields(error);
+  return ProviderError(error_code_of(b), error_message(b));
+}
+
+ProviderError reply_error(const nlohmann::json& error, const HttpResponse& head, std::string_view url) {
+  const ErrorBody b = error_fields(error);
+  const ErrorCode code = error_code_of(b);
+  // Nothing of this reply reached the run: the body says whether to try again
+  // (its error type, or x-should-retry), as a non-2xx status would.
+  RetryAdvice advice = retry_advice(0, head);
+  if (!head.header("x-should-retry")) {
+    advice.retry = code == ErrorCode::rate_limited || code == ErrorCode::overloaded;
+  }
+  return ProviderError(code, error_message(b) + " (HTTP " + std::to_string(head.status) + " from " +
+                                 url_for_messages(url) + ")",
+                       head.status, advice.retry, advice.after);
 }
 
 }  // namespace detail

@@ -157,18 +157,21 @@ ProviderError scrubbed(const ProviderError& e, const std::vector<std::string>& s
     }
   }
   if (!changed) return e;
-  return ProviderError(e.code(), std::move(message), e.http_status(), e.retryable(), e.retry_after());
+  return e.with_message(std::move(message));
+}
+
+// The scheme and authority of a URL (no user info) and where its path ends.
+std::pair<std::string, std::size_t> split_origin(std::string_view url) {
+  const auto scheme = url.find("://");
+  const auto start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const auto end = std::min(url.find_first_of("/?#", start), url.size());
+  std::string authority(url.substr(start, end - start));
+  if (const auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);  // user:password@
+  return {std::string(url.substr(0, start)) + authority, end};
 }
 
 // The scheme and authority of a URL: never the path or query, which may carry a key.
-std::string origin_of(const std::string& url) {
-  const auto scheme = url.find("://");
-  const auto start = scheme == std::string::npos ? 0 : scheme + 3;
-  const auto end = url.find_first_of("/?#", start);
-  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  if (const auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);  // user:password@
-  return url.substr(0, start) + authority;
-}
+std::string origin_of(const std::string& url) { return split_origin(url).first; }
 
 // The idle slots a Transport and its requests in flight share.
 struct Pool {
@@ -541,6 +544,12 @@ AsyncRequest Transport::start_stream(HttpRequest request, std::function<bool(std
                                      const CancellationToken* cancel, HeadersCallback on_headers) {
   return AsyncRequest(std::make_unique<AsyncRequest::State>(impl_, options_, std::move(request), std::move(on_data),
                                                             cancel, std::move(on_headers)));
+}
+
+std::string url_for_messages(std::string_view url) {
+  auto [origin, path_start] = split_origin(url);
+  const auto path_end = std::min(url.find_first_of("?#", path_start), url.size());
+  return origin + std::string(url.substr(path_start, path_end - path_start));
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <utility>
 
 #include <agentkit/json.h>
@@ -44,7 +45,12 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
       return record.value("status", "") == "outcome_unknown" ? ToolResult::outcome_unknown(text)
                                                               : ToolResult::error(text);
     }
-    attempt = (record.is_object() ? record.value("attempt", 1) : 1) + 1;
+    // The stored count, range-checked before it becomes an int; a record that
+    // cannot say is counted as the first attempt.
+    const auto stored = record.find("attempt");
+    const auto previous = stored != record.end() && stored->is_number() ? exact_integer<int>(stored->get<double>())
+                                                                        : std::nullopt;
+    attempt = previous && *previous > 0 && *previous < std::numeric_limits<int>::max() ? *previous + 1 : 2;
   }
   // Claim the call. Losing the race means another worker runs it right now.
   if (!store_->compare_and_set(key, entry ? entry->version : 0, intent_record(attempt))) {

@@ -403,9 +403,19 @@ void WireServer::Impl::serve(Connection& c) {
     for (const auto& [k, v] : response.headers) {
       if (lower(k) == "connection" && lower(v) == "close") keep_alive = false;
     }
-    const bool chunked = !response.chunks.empty();
+    if (response.unframed) keep_alive = false;  // the close ends the body
+    const bool chunked = !response.chunks.empty() && !response.unframed;
     std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
     for (const auto& [k, v] : response.headers) head += k + ": " + v + "\r\n";
+    if (response.unframed) {
+      if (!has_header(response, "connection")) head += "Connection: close\r\n";
+      head += "\r\n";
+      bool sent = send_all(fd, head + response.body);
+      for (std::size_t i = 0; sent && i < response.chunks.size(); ++i) {
+        sent = (i == 0 || pause(response.chunk_delay)) && send_all(fd, response.chunks[i]);
+      }
+      break;
+    }
     if (chunked) {
       if (!has_header(response, "transfer-encoding")) head += "Transfer-Encoding: chunked\r\n";
     } else if (!has_header(response, "content-length")) {

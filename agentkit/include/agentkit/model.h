@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,27 @@ struct ModelResponse {
   std::string finish_reason = "stop";  // normalised: stop, tool_calls, length, content_filter, error
 };
 
+// A failed model call as the run engine sees it: a canonical code naming why
+// ("truncated", "rate_limited", "protocol", ...: the names of
+// providers::ErrorCode) and the usage the provider reported before it failed
+// (a stream cut short has spent tokens). The engine charges that usage to the
+// run's budget, usage meter and RunState, stops the run `failed`, and puts
+// the code in RunResult::error_code. Provider adapters throw
+// providers::ProviderError, which derives from this; any other model may
+// throw it too. A model that throws something else fails the run with an
+// empty error_code.
+class ModelError : public std::runtime_error {
+ public:
+  ModelError(std::string_view error_code, const std::string& message, Usage usage = {})
+      : std::runtime_error(message), error_code_(error_code), usage_(usage) {}
+  const std::string& error_code() const noexcept { return error_code_; }
+  const Usage& usage() const noexcept { return usage_; }
+
+ private:
+  std::string error_code_;
+  Usage usage_;
+};
+
 // A model call in flight, advanced by its owner without blocking.
 class PendingCompletion {
  public:
@@ -50,7 +72,8 @@ class PendingCompletion {
 // from RunHandle::poll() on the host's thread. Otherwise the loop runs
 // `complete` on the run's executor (inline when the context has none).
 // Implementations MUST be safe to call from several runs at once. Failures
-// throw (provider errors are typed in agentkit::providers).
+// throw, preferably a ModelError (provider errors are typed in
+// agentkit::providers and derive from it).
 class Model {
  public:
   virtual ~Model() = default;

@@ -105,6 +105,7 @@ struct RunState {
   // Set on RunResult::state when the context has a key; empty otherwise.
   // Checkpoints in a store do not carry it.
   std::string signature;
+  std::string error_code;  // RunResult::error_code (v3, optional: written only when set)
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;
@@ -112,7 +113,9 @@ struct RunState {
   // A document whose dump() never throws: text that is not UTF-8 is
   // replaced (see sanitize_utf8). "signature" is written when set.
   Json to_json() const;
-  // Throws std::invalid_argument for a malformed document or a newer version.
+  // Throws std::invalid_argument for a malformed document or a newer version,
+  // and a JsonError (also an invalid_argument) naming the field for a count
+  // or version that is not an integer in range (4294967297, 5.7e21, -1.5).
   static RunState from_json(const Json& j);
 };
 
@@ -240,6 +243,13 @@ struct RunResult {
   Json structured;     // the decoded answer when the agent declares an output type
   std::optional<Suspended> suspended;
   std::string error;  // why a run failed or stopped early
+  // Why a run failed, as a canonical code a host can branch on, when a model
+  // call failed it with a ModelError (every providers::ProviderError):
+  // "truncated", "protocol", "rate_limited", "unavailable", "timeout", ...
+  // (providers::to_string(ErrorCode)). Empty for a run that did not fail, or
+  // failed for another reason (bad calls past max_repairs, a lost
+  // checkpoint). A failed model call's usage so far is in `usage`.
+  std::string error_code;
   Usage usage;        // this run's model calls plus those of sub-runs it started (as_tool)
   int iterations = 0;
   RunState state;  // feed to Agent::resume; signed when the context has a state_key

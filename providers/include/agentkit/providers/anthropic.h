@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <agentkit/model.h>
+#include <agentkit/providers/reply.h>
 #include <agentkit/providers/sse.h>
 #include <agentkit/providers/transport.h>
 
@@ -28,23 +29,28 @@ struct AnthropicOptions {
 Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& options, bool stream);
 
 // Decodes a non-streaming response body; {"type":"error"} bodies throw the
-// mapped ProviderError.
+// mapped ProviderError, a malformed body (wrong shape, a count that is not an
+// integer in range) ProviderError(protocol).
 ModelResponse anthropic_response(const Json& body);
 
 // Accumulates a streamed response: message_start, content_block_* (text and
 // tool_use with input_json_delta), ping, message_delta (stop reason and
-// cumulative usage), message_stop, and `event: error` (thrown). A no-argument
-// tool's empty partial JSON becomes {}; a tool input cut by max_tokens stays
-// unparsed in `arguments_text`, so the loop answers it with a repair message
-// instead of running it.
-class AnthropicStreamAccumulator {
+// cumulative usage), message_stop (the terminal event: done()), and
+// `event: error` (thrown, as is an event of the wrong shape). A no-argument
+// tool's empty partial JSON becomes {}; a tool input cut by max_tokens (in a
+// stream that still ends with message_stop) stays unparsed in
+// `arguments_text`, so the loop answers it with a repair message instead of
+// running it. Events are parsed under the default JsonLimits.
+class AnthropicStreamAccumulator final : public StreamAccumulator {
  public:
   // `on_text`, when set, receives each text fragment as it is decoded.
   explicit AnthropicStreamAccumulator(std::function<void(std::string_view)> on_text = {})
       : on_text_(std::move(on_text)) {}
-  void on_event(const SseEvent& event);
-  bool done() const noexcept { return done_; }
-  ModelResponse finish();
+  void on_event(const SseEvent& event) override;
+  bool done() const noexcept override { return done_; }
+  // The response so far, also for a stream cut short: ReplyReader refuses
+  // that as truncated.
+  ModelResponse finish() override;
 
  private:
   struct Block {
@@ -62,6 +68,10 @@ class AnthropicStreamAccumulator {
   Usage usage_;
   bool done_ = false;
 };
+
+// How a ReplyReader reads Messages replies: anthropic_response for whole
+// bodies, `message_stop` ending a stream.
+const ReplyFormat& anthropic_reply();
 
 std::string anthropic_stop_reason(std::string_view reason);
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include <agentkit/model.h>
+#include <agentkit/providers/reply.h>
 #include <agentkit/providers/sse.h>
 #include <agentkit/providers/transport.h>
 
@@ -30,19 +31,24 @@ struct OpenAIOptions {
 Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream);
 
 // Decodes a non-streaming response body. Throws ProviderError(protocol) on a
-// malformed body and the mapped error for an {"error": ...} body.
+// malformed body (JSON of the wrong shape, a count or index that is not an
+// integer in range) and the mapped error for an {"error": ...} body.
 ModelResponse openai_chat_response(const Json& body);
 
 // Accumulates a streamed response from SSE events: content deltas, tool-call
 // deltas keyed by index, finish reason, usage (the `choices: []` chunk),
-// `[DONE]`, and errors inside a 200 stream (thrown as ProviderError).
-class OpenAIStreamAccumulator {
+// `[DONE]` (the terminal event: done()), and errors inside a 200 stream
+// (thrown as ProviderError, as is an event of the wrong shape). Events are
+// parsed under the default JsonLimits.
+class OpenAIStreamAccumulator final : public StreamAccumulator {
  public:
   // `on_text`, when set, receives each content fragment as it is decoded.
   explicit OpenAIStreamAccumulator(std::function<void(std::string_view)> on_text = {}) : on_text_(std::move(on_text)) {}
-  void on_event(const SseEvent& event);
-  bool done() const noexcept { return done_; }
-  ModelResponse finish();  // the response so far (also for a stream cut short)
+  void on_event(const SseEvent& event) override;
+  bool done() const noexcept override { return done_; }
+  // The response so far, also for a stream cut short: ReplyReader refuses
+  // that as truncated.
+  ModelResponse finish() override;
 
  private:
   struct PartialCall {
@@ -57,6 +63,10 @@ class OpenAIStreamAccumulator {
   Usage usage_;
   bool done_ = false;
 };
+
+// How a ReplyReader reads Chat Completions replies: openai_chat_response for
+// whole bodies, `data: [DONE]` ending a stream.
+const ReplyFormat& openai_chat_reply();
 
 // The normalised finish reason for an OpenAI `finish_reason`.
 std::string openai_finish_reason(std::string_view reason);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <agentkit/context.h>
+#include <agentkit/model.h>
 
 namespace agentkit::providers {
 
@@ -29,20 +30,28 @@ enum class ErrorCode {
   unauthenticated,  // 401
   permission,       // 403
   cancelled,        // the caller cancelled
-  protocol,         // a malformed response body or stream
+  protocol,         // a malformed response body or stream, or a reply of the wrong kind
+  truncated,        // a stream that ended before its terminal event
 };
+// The code's canonical name ("rate_limited"): also ModelError::error_code()
+// and RunResult::error_code of a run that failed with it.
 std::string_view to_string(ErrorCode code) noexcept;
 
 // A typed provider failure. The message never contains API keys or auth
-// headers.
-class ProviderError : public std::runtime_error {
+// headers. `usage` is what the provider reported before failing (a stream
+// cut short has spent tokens); the run engine charges it (see ModelError).
+class ProviderError : public ModelError {
  public:
   ProviderError(ErrorCode code, std::string message, int http_status = 0, bool retryable = false,
-                std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
+                std::optional<std::chrono::milliseconds> retry_after = std::nullopt, Usage usage = {});
   ErrorCode code() const noexcept { return code_; }
   int http_status() const noexcept { return http_status_; }
   bool retryable() const noexcept { return retryable_; }
   std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
+  // The same error (code, status, retry advice, usage) with another message.
+  ProviderError with_message(std::string message) const {
+    return ProviderError(code_, std::move(message), http_status_, retryable_, retry_after_, usage());
+  }
 
  private:
   ErrorCode code_;
@@ -96,6 +105,10 @@ RetryAdvice retry_advice(int status, const HttpResponse& response);
 // Maps a non-2xx response to a typed error (code from status and the
 // provider's error body: OpenAI {"error":{...}}, Anthropic {"type":"error",...}).
 ProviderError error_from_response(const HttpResponse& response);
+
+// `url` as error messages may show it: scheme, host, port and path; never
+// user info, the query or the fragment (which may carry a key).
+std::string url_for_messages(std::string_view url);
 
 // One request in flight, advanced by its owner without blocking: the state
 // machine behind every Transport call (the blocking calls loop over it).

@@ -39,6 +39,11 @@ class WireServer {
     std::chrono::milliseconds chunk_delay{0};                  // between chunks (a slow trickle)
     Fault fault = Fault::none;
     std::size_t fault_after_chunks = 1;
+    // No Content-Length and no chunked encoding: `body` or `chunks` are sent
+    // as they are and the body ends when the server closes the connection
+    // (HTTP/1.0 style). A body that stops early is then indistinguishable,
+    // on the wire, from a complete one: a clean cut.
+    bool unframed = false;
   };
 
   using Handler = std::function<Response(const Request&)>;
