@@ -108,7 +108,8 @@ int main() {
     for (const auto& call : result.suspended->pending) {
       std::cout << "approval needed: " << call.name << " " << call.arguments.dump() << " -> approved\n";
     }
-    // The suspended state is plain JSON: store it, resume hours later elsewhere.
+    // The suspended state is plain JSON. resume() checks it against the run's
+    // checkpoint in ctx.store (without a store, ctx.state_key signs it).
     const std::string saved = result.state.to_json().dump();
     auto state = agentkit::RunState::from_json(agentkit::Json::parse(saved));
     result = agent.resume(std::move(state), {{result.suspended->pending[0].id, agentkit::Decision::approve()}}, ctx);

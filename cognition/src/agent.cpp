@@ -369,26 +369,32 @@ std::vector<std::string> differing_fields(const RunState& a, const RunState& b) 
 class SigningDriver final : public RunHandle::Driver {
  public:
   SigningDriver(std::unique_ptr<RunHandle::Driver> inner, std::string key)
-      : inner_(std::move(inner)), key_(std::move(key)) {}
+      : inner_(std::move(inner)), key_(std::move(key)) {
+    seal();  // a settled run is done from the start
+  }
 
-  bool poll() override { return inner_->poll(); }
+  bool poll() override {
+    const bool done = inner_->poll();
+    seal();
+    return done;
+  }
   void wait() override { inner_->wait(); }
   bool done() const override { return inner_->done(); }
-  const RunResult& result() const override {
-    if (!inner_->done()) return inner_->result();
-    if (!signed_) {
-      signed_ = inner_->result();
-      signed_->state.signature = signature_of(signed_->state, key_);
-    }
-    return *signed_;
-  }
+  const RunResult& result() const override { return signed_ ? *signed_ : inner_->result(); }
   std::vector<Event> drain_events() override { return inner_->drain_events(); }
   void cancel() override { inner_->cancel(); }
 
  private:
+  // Signs once, when the run is over (a driver is done only after a poll).
+  void seal() {
+    if (signed_ || !inner_->done()) return;
+    signed_ = inner_->result();
+    signed_->state.signature = signature_of(signed_->state, key_);
+  }
+
   std::unique_ptr<RunHandle::Driver> inner_;
   std::string key_;
-  mutable std::optional<RunResult> signed_;  // made once, when the run is over
+  std::optional<RunResult> signed_;
 };
 
 RunHandle handle_for(std::unique_ptr<RunHandle::Driver> driver, const RunContext& ctx) {
