@@ -167,4 +167,10 @@ std::string RunContext::new_id(std::string_view prefix) {
   return id;
 }
 
+Autonomy RunContext::gate_tier() const noexcept {
+  // Autonomy's enumerators run from strictest (manual) to most permissive.
+  if (!entry_tier_) return Autonomy::manual;
+  return std::min(*entry_tier_, autonomy);
+}
+
 }  // namespace agentkit

@@ -121,7 +121,7 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
 }
 
 ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
-  if (!cleared(request, ctx.autonomy)) return ToolResult::awaiting_approval();
+  if (!cleared(request, ctx.gate_tier())) return ToolResult::awaiting_approval();
   if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
   ctx.call_key = request.ledger_key;
   if (request.ledger && request.effectively_side_effecting()) return run_recorded(request, ctx);
@@ -147,6 +147,14 @@ Invoker::Invoker(std::vector<Middleware> chain) : chain_(std::move(chain)) {
 }
 
 ToolResult Invoker::invoke_tool(const ToolRequest& request, RunContext& ctx) const {
+  // The tier the call enters with is the most the gate allows; a chain
+  // entered again from inside one keeps the stricter of the two.
+  struct EntryTier {
+    RunContext& ctx;
+    std::optional<Autonomy> saved;
+    ~EntryTier() { ctx.entry_tier_ = saved; }
+  } entry{ctx, ctx.entry_tier_};
+  ctx.entry_tier_ = ctx.entry_tier_ ? std::min(*ctx.entry_tier_, ctx.autonomy) : ctx.autonomy;
   return nexts_.front()(request, ctx);
 }
 

@@ -185,6 +185,12 @@ class RunContext {
   int depth = 0;
   int max_depth = 5;
   Autonomy autonomy = Autonomy::automatic;
+  // The tier the approval gate enforces: the stricter of `autonomy` now and
+  // `autonomy` as the call entered the invoker (Invoker::invoke_tool records
+  // it), so a middleware that lowers ctx.autonomy, or hands the rest of the
+  // chain a context of its own making (treated as manual), cannot open the
+  // gate.
+  Autonomy gate_tier() const noexcept;
   std::shared_ptr<Budget> budget = std::make_shared<Budget>();
   // For a tool body, the call's own token (a child of the run's); for a
   // host, the root its runs derive theirs from.
@@ -236,6 +242,10 @@ class RunContext {
   // A new unique id (for spans, runs and generated call ids): 64 random bits
   // per process (drawn again in a forked child) and a counter.
   static std::string new_id(std::string_view prefix);
+
+ private:
+  friend class Invoker;
+  std::optional<Autonomy> entry_tier_;  // set by Invoker::invoke_tool for the chain's duration
 };
 
 }  // namespace agentkit

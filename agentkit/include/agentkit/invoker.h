@@ -160,7 +160,7 @@ bool cleared(const ToolRequest& request, Autonomy tier);
 // the outermost. The chain is composed once, at construction.
 //
 // The end of the chain enforces approval itself: a call that needs approval
-// under ctx.autonomy and carries no Approval of exactly that call returns
+// under ctx.gate_tier() and carries no Approval of exactly that call returns
 // awaiting_approval without running, whatever the middleware set. It also consults the request's ledger
 // for side-effecting calls, so a recorded call is never run again. A Tool::run that returns normally is
 // `ok`, one that throws OutcomeUnknownError is `outcome_unknown`; other
