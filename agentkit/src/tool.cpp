@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include <agentkit/detail/schema_type.h>
 #include <agentkit/errors.h>
 
 namespace agentkit {
@@ -20,11 +21,7 @@ std::string Tool::format_status(const Json& arguments) const {
   }
 }
 
-namespace {
-
-// Whether `value` is of the JSON Schema type `type` ("integer" is a number
-// without a fraction; an unknown type name constrains nothing).
-bool has_type(const Json& value, const std::string& type) {
+bool detail::matches_schema_type(const Json& value, std::string_view type) noexcept {
   if (type == "string") return value.is_string();
   if (type == "boolean") return value.is_boolean();
   if (type == "object") return value.is_object();
@@ -40,6 +37,8 @@ bool has_type(const Json& value, const std::string& type) {
   return true;
 }
 
+namespace {
+
 // Why `value` does not fit the property schema `schema` ("" when it does).
 std::string misfit(const Json& value, const Schema& schema) {
   if (!schema.is_object()) return {};
@@ -51,7 +50,7 @@ std::string misfit(const Json& value, const Schema& schema) {
         if (t.is_string()) types.push_back(t.get<std::string>());
       }
     }
-    if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const auto& t) { return has_type(value, t); })) {
+    if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const auto& t) { return detail::matches_schema_type(value, t); })) {
       std::string expected;
       for (const auto& t : types) expected += (expected.empty() ? "" : " or ") + t;
       return "expected " + expected + ", got " + std::string(json_type_name(value)) + " " + preview(value);

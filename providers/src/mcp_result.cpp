@@ -3,6 +3,7 @@
 // tools/call content blocks.
 #include <cmath>
 
+#include <agentkit/detail/schema_type.h>
 #include <agentkit/errors.h>
 
 #include "mcp_detail.h"
@@ -34,22 +35,6 @@ std::string sanitized_name(const std::string& name) {
   return out.empty() ? std::string("_") : out;
 }
 
-bool matches_type(const Json& value, std::string_view type) {
-  if (type == "string") return value.is_string();
-  if (type == "boolean") return value.is_boolean();
-  if (type == "object") return value.is_object();
-  if (type == "array") return value.is_array();
-  if (type == "null") return value.is_null();
-  if (type == "number") return value.is_number();
-  if (type == "integer") {
-    if (value.is_number_integer()) return true;
-    if (!value.is_number_float()) return false;
-    const double d = value.get<double>();
-    return std::isfinite(d) && std::floor(d) == d;
-  }
-  return true;  // a type this check does not know: the server decides
-}
-
 // The reason a value breaks `schema`'s "type" (a name or a list of names), or "".
 std::string type_problem(const Json& schema, const Json& value) {
   const auto type = schema.find("type");
@@ -63,7 +48,7 @@ std::string type_problem(const Json& schema, const Json& value) {
   }
   if (names.empty()) return {};
   for (const auto& name : names) {
-    if (matches_type(value, name)) return {};
+    if (agentkit::detail::matches_schema_type(value, name)) return {};  // an unknown type: the server decides
   }
   std::string expected;
   for (const auto& name : names) expected += (expected.empty() ? "" : " or ") + name;

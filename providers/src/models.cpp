@@ -75,24 +75,29 @@ ModelTarget resolve_model(std::string_view spec, const ProviderSettings& setting
   return t;
 }
 
+namespace {
+
+// The options both adapters share, filled from a resolved model string.
+template <class Options>
+Options options_for(ModelTarget target, const ProviderSettings& settings) {
+  Options o;
+  o.model = std::move(target.model);
+  o.api_key = std::move(target.api_key);
+  o.stream = settings.stream;
+  if (!target.base_url.empty()) o.base_url = std::move(target.base_url);
+  return o;
+}
+
+}  // namespace
+
 std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings& settings,
                                   std::shared_ptr<Transport> transport) {
   ModelTarget t = resolve_model(spec, settings);
   if (!transport) transport = std::make_shared<Transport>();
   if (t.provider == "openai") {
-    OpenAIOptions o;
-    o.model = std::move(t.model);
-    o.api_key = std::move(t.api_key);
-    o.stream = settings.stream;
-    if (!t.base_url.empty()) o.base_url = std::move(t.base_url);
-    return std::make_shared<OpenAIChatModel>(std::move(transport), std::move(o));
+    return std::make_shared<OpenAIChatModel>(std::move(transport), options_for<OpenAIOptions>(std::move(t), settings));
   }
-  AnthropicOptions o;
-  o.model = std::move(t.model);
-  o.api_key = std::move(t.api_key);
-  o.stream = settings.stream;
-  if (!t.base_url.empty()) o.base_url = std::move(t.base_url);
-  return std::make_shared<AnthropicModel>(std::move(transport), std::move(o));
+  return std::make_shared<AnthropicModel>(std::move(transport), options_for<AnthropicOptions>(std::move(t), settings));
 }
 
 ModelResolver model_resolver(ProviderSettings settings, std::shared_ptr<Transport> transport) {

@@ -4,15 +4,10 @@
 
 #include "fuzz_provider.h"
 
+// Text deltas of several blocks arrive interleaved, so the streamed text need
+// not equal the content joined in block order.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 2) return 0;
-  const std::string_view body = agentkit::fuzz::as_text(data + 2, size - 2);
-  if (data[0] % 2 == 0) {
-    // Text deltas of several blocks arrive interleaved, so the streamed text
-    // need not equal the content joined in block order.
-    agentkit::fuzz::fuzz_stream<agentkit::providers::AnthropicStreamAccumulator>(body, data[1], false);
-  } else {
-    agentkit::fuzz::fuzz_body("Anthropic", body, agentkit::providers::anthropic_response);
-  }
+  using agentkit::providers::AnthropicStreamAccumulator;
+  agentkit::fuzz::fuzz_reply<AnthropicStreamAccumulator>(agentkit::providers::anthropic_reply(), data, size, false);
   return 0;
 }

@@ -3,10 +3,15 @@
 // real decoding path, as the transport hands them over, and must end in
 // either a typed ProviderError or a response the run loop can use.
 //
-// Input: byte 0 even = a streamed reply (SSE bytes fed to SseDecoder and the
-// adapter's accumulator, in chunks seeded by byte 1, then compared with the
-// same bytes fed at once); odd = a whole JSON body (parse_body and the
-// adapter's body parser). The rest is the reply.
+// Input: byte 0 even = a streamed reply (the bytes fed to the adapter's
+// ReplyReader with its accumulator, in chunks seeded by byte 1, then compared
+// with the same bytes fed at once); odd = a whole body answering a
+// non-streaming request. Bits 1-2 of byte 0 pick the content type the reply
+// claims (the right one, JSON, HTML, none), so a mislabelled reply is fuzzed
+// too. The rest is the reply.
+//
+// A complete response from a stream is only possible when the adapter's
+// terminal event is in the bytes: a reply cut before it must be an error.
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -20,7 +25,7 @@
 #include <agentkit/providers/sse.h>
 #include <agentkit/providers/transport.h>
 
-#include "../../providers/src/pending_call.h"
+#include <agentkit/providers/reply.h>
 #include "fuzz_support.h"
 
 namespace agentkit::fuzz {
@@ -39,6 +44,19 @@ inline void check_response(const ModelResponse& r) {
   AGENTKIT_FUZZ_CHECK(message_from_json(Json::parse(text)) == r.message);
 }
 
+inline const char* content_type(std::uint8_t selector, bool streaming) {
+  switch ((selector >> 1) % 4) {
+    case 0:
+      return streaming ? "text/event-stream" : "application/json";
+    case 1:
+      return "application/json";
+    case 2:
+      return "text/html; charset=utf-8";
+    default:
+      return nullptr;
+  }
+}
+
 struct Outcome {
   std::optional<ModelResponse> response;
   std::optional<providers::ErrorCode> error;
@@ -46,22 +64,19 @@ struct Outcome {
 };
 
 template <class Accumulator>
-Outcome run_stream(std::string_view body, const std::vector<std::size_t>& cuts) {
+Outcome read_reply(const providers::ReplyFormat& format, std::string_view body, const char* type, bool streaming,
+                   const std::vector<std::size_t>& cuts) {
   Outcome out;
-  Accumulator accumulator([&](std::string_view t) { out.text.append(t); });
-  providers::SseDecoder decoder;
-  const providers::SseDecoder::Sink sink = [&](const providers::SseEvent& e) { accumulator.on_event(e); };
+  std::unique_ptr<providers::StreamAccumulator> accumulator;
+  if (streaming) accumulator = std::make_unique<Accumulator>([&](std::string_view t) { out.text.append(t); });
+  providers::ReplyReader reader(format, "http://fuzz.invalid/v1", std::move(accumulator));
+  providers::HttpResponse head;
+  head.status = 200;
+  if (type) head.headers = {{"content-type", type}};
   try {
-    // As detail::StreamedCompletion does: every chunk to the decoder, then
-    // finish() on both at the end of the body.
-    std::size_t at = 0;
-    for (const std::size_t cut : cuts) {
-      decoder.feed(body.substr(at, cut - at), sink);
-      at = cut;
-    }
-    decoder.feed(body.substr(at), sink);
-    decoder.finish(sink);
-    out.response = accumulator.finish();
+    reader.on_headers(head);
+    feed_in_chunks(body, cuts, [&](std::string_view chunk) { reader.feed(chunk); });
+    out.response = reader.finish();
   } catch (const providers::ProviderError& e) {
     out.error = e.code();
   } catch (const std::exception& e) {
@@ -71,38 +86,30 @@ Outcome run_stream(std::string_view body, const std::vector<std::size_t>& cuts) 
 }
 
 template <class Accumulator>
-void fuzz_stream(std::string_view body, std::uint32_t seed, bool text_is_content) {
-  std::vector<std::size_t> cuts;
-  for (std::size_t at = 0; seed != 0;) {
-    seed = seed * 1103515245u + 12345u;
-    at += 1 + (seed >> 16) % 13;
-    if (at >= body.size()) break;
-    cuts.push_back(at);
-  }
-  const Outcome whole = run_stream<Accumulator>(body, {});
-  const Outcome chunked = run_stream<Accumulator>(body, cuts);
+void fuzz_reply(const providers::ReplyFormat& format, const std::uint8_t* data, std::size_t size,
+                bool text_is_content) {
+  if (size < 2) return;
+  const bool streaming = data[0] % 2 == 0;
+  const char* type = content_type(data[0], streaming);
+  const std::string_view body = as_text(data + 2, size - 2);
+  const std::vector<std::size_t> cuts = chunk_cuts(data[1], body.size(), 13);
+  const Outcome whole = read_reply<Accumulator>(format, body, type, streaming, {});
+  const Outcome chunked = read_reply<Accumulator>(format, body, type, streaming, cuts);
   AGENTKIT_FUZZ_CHECK(whole.response.has_value() != whole.error.has_value());
   AGENTKIT_FUZZ_CHECK(whole.error == chunked.error);
-  AGENTKIT_FUZZ_CHECK(whole.text == chunked.text);
+  AGENTKIT_FUZZ_CHECK(whole.response.has_value() == chunked.response.has_value());
   if (!whole.response) return;
   check_response(*whole.response);
   AGENTKIT_FUZZ_CHECK(whole.response->message == chunked.response->message);
   AGENTKIT_FUZZ_CHECK(whole.response->usage == chunked.response->usage);
   AGENTKIT_FUZZ_CHECK(whole.response->finish_reason == chunked.response->finish_reason);
-  if (text_is_content) AGENTKIT_FUZZ_CHECK(whole.text == whole.response->message.content);
-}
-
-inline void fuzz_body(std::string_view provider, std::string_view body,
-                      const std::function<ModelResponse(const Json&)>& parse) {
-  providers::HttpResponse response;
-  response.status = 200;
-  response.headers = {{"content-type", "application/json"}};
-  response.body = std::string(body);
-  try {
-    check_response(parse(providers::detail::parse_body(provider, response)));
-  } catch (const providers::ProviderError&) {
-  } catch (const std::exception& e) {
-    untyped(e);
+  AGENTKIT_FUZZ_CHECK(whole.text == chunked.text);
+  // Streamed text came from events; a JSON completion answering the request
+  // streams none. Either way nothing is accepted without its terminal event.
+  if (!whole.text.empty()) {
+    AGENTKIT_FUZZ_CHECK(body.find(format.terminal_event == "data: [DONE]" ? "[DONE]" : "message_stop") !=
+                        std::string_view::npos);
+    if (text_is_content) AGENTKIT_FUZZ_CHECK(whole.text == whole.response->message.content);
   }
 }
 

@@ -35,12 +35,7 @@ Decoded decode(std::string_view body, std::size_t limit, const std::vector<std::
     out.events.push_back(render(e));
   };
   try {
-    std::size_t at = 0;
-    for (const std::size_t cut : cuts) {
-      decoder.feed(body.substr(at, cut - at), sink);
-      at = cut;
-    }
-    decoder.feed(body.substr(at), sink);
+    agentkit::fuzz::feed_in_chunks(body, cuts, [&](std::string_view chunk) { decoder.feed(chunk, sink); });
     decoder.finish(sink);
   } catch (const std::length_error&) {
     out.too_big = true;
@@ -55,16 +50,8 @@ Decoded decode(std::string_view body, std::size_t limit, const std::vector<std::
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   const std::size_t limit = data[0] < 128 ? 16u << 20 : 1 + (data[0] & 63);
-  std::uint32_t seed = data[1];
   const std::string_view body = agentkit::fuzz::as_text(data + 2, size - 2);
-
-  std::vector<std::size_t> cuts;  // ascending, each inside the body
-  for (std::size_t at = 0; seed != 0;) {
-    seed = seed * 1103515245u + 12345u;
-    at += 1 + (seed >> 16) % 7;
-    if (at >= body.size()) break;
-    cuts.push_back(at);
-  }
+  const std::vector<std::size_t> cuts = agentkit::fuzz::chunk_cuts(data[1], body.size(), 7);
   const Decoded whole = decode(body, limit, {});
   const Decoded chunked = decode(body, limit, cuts);
   AGENTKIT_FUZZ_CHECK(whole.too_big == chunked.too_big);

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <vector>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -24,6 +25,30 @@ namespace agentkit::fuzz {
 
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
+}
+
+// Where to cut a body of `size` bytes into chunks, from `seed` (0: no cuts):
+// ascending positions inside the body, at most `max_step` apart.
+inline std::vector<std::size_t> chunk_cuts(std::uint32_t seed, std::size_t size, std::uint32_t max_step) {
+  std::vector<std::size_t> cuts;
+  for (std::size_t at = 0; seed != 0;) {
+    seed = seed * 1103515245u + 12345u;
+    at += 1 + (seed >> 16) % max_step;
+    if (at >= size) break;
+    cuts.push_back(at);
+  }
+  return cuts;
+}
+
+// Hands `body` to `feed` in the chunks `cuts` makes, in order.
+template <class Feed>
+void feed_in_chunks(std::string_view body, const std::vector<std::size_t>& cuts, Feed&& feed) {
+  std::size_t at = 0;
+  for (const std::size_t cut : cuts) {
+    feed(body.substr(at, cut - at));
+    at = cut;
+  }
+  feed(body.substr(at));
 }
 
 }  // namespace agentkit::fuzz
