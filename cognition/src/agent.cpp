@@ -406,7 +406,9 @@ RunHandle handle_for(std::unique_ptr<RunHandle::Driver> driver, const RunContext
 // tool: checked before anything runs or is saved.
 void check_decisions(const RunState& state, const Decisions& decisions, const ToolRegistry& tools) {
   const std::vector<ToolCall> pending = state.pending_calls();
-  for (const auto& [id, decision] : decisions) {
+  for (const auto& entry : decisions) {
+    const std::string& id = entry.first;  // not a structured binding: clang 14 cannot capture one
+    const Decision& decision = entry.second;
     auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; });
     if (call == pending.end()) {
       std::vector<std::string> ids;
