@@ -62,8 +62,8 @@ class Approval {
   std::shared_ptr<const Grant> grant_;
 };
 
-// The one place approvals are minted. The run engine derives from it (every
-// Cognition does; see <agentkit/agent.h>) and issues an approval only for a
+// The one place approvals are minted. The run engine derives from it (see
+// <agentkit/cognition/engine.h>; strategies do not) and issues an approval only for a
 // call a human decided to run; agentkit::testing::approve() is the seam for
 // tests that drive the invoker directly. A middleware MUST NOT derive from it.
 class ApprovalIssuer {

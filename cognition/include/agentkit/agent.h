@@ -313,12 +313,14 @@ class RunHandle {
 
 class Agent;
 
-// A reasoning strategy: owns the tools and the state machine's transitions.
-// It is the run engine's side of approval: a strategy issues an Approval
-// (ApprovalIssuer::issue) for a call of RunState::approved, and only for
-// those, when it sends the call to the invoker. The decisions it is handed
+// How runs of an agent are driven: its tools and a driver for each run.
+// Every cognition agentkit ships is a cognition::Strategy, whose drive()
+// hands the run to the run engine (<agentkit/cognition/engine.h>); write a
+// Strategy rather than a Cognition. The engine is the only ApprovalIssuer: it
+// mints an Approval for a call of RunState::approved, and only for those,
+// when it sends the call to the invoker. The decisions a driver is handed
 // have been checked (Agent::start_resume throws InvalidDecision first).
-class Cognition : protected ApprovalIssuer {
+class Cognition {
  public:
   virtual ~Cognition() = default;
   virtual const ToolRegistry& tools() const = 0;

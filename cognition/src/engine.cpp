@@ -1,0 +1,718 @@
+#include <agentkit/cognition/engine.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <span>
+
+#include <spdlog/spdlog.h>
+
+#include <agentkit/errors.h>
+#include <agentkit/executor.h>
+#include <agentkit/invoker.h>
+#include <agentkit/session.h>
+
+namespace agentkit::cognition {
+namespace {
+
+// Completion signal for work running on the executor. The work holds it
+// (shared), so it outlives a driver that stopped waiting.
+struct Pending {
+  std::mutex mutex;
+  std::condition_variable_any cv;
+  int outstanding = 0;
+  std::function<void()> when_idle;  // run by the last work to finish, once
+
+  void add(int n) {
+    std::lock_guard lock(mutex);
+    outstanding += n;
+  }
+  void finish_one() {
+    std::function<void()> last;
+    {
+      std::lock_guard lock(mutex);
+      if (--outstanding == 0) last = std::exchange(when_idle, nullptr);
+    }
+    cv.notify_all();
+    if (last) last();
+  }
+  bool idle() {
+    std::lock_guard lock(mutex);
+    return outstanding == 0;
+  }
+  // Blocks until the work is done or `cancel` is cancelled (or past its
+  // deadline), whichever comes first.
+  void wait_idle(const CancellationToken& cancel) {
+    std::unique_lock lock(mutex);
+    const auto idle = [&] { return outstanding == 0; };
+    if (auto deadline = cancel.deadline()) {
+      cv.wait_until(lock, cancel.stop_token(), *deadline, idle);
+    } else {
+      cv.wait(lock, cancel.stop_token(), idle);
+    }
+  }
+  // Runs `action` now when nothing is outstanding, otherwise when the last
+  // work finishes (on its thread).
+  void then(std::function<void()> action) {
+    {
+      std::lock_guard lock(mutex);
+      if (outstanding != 0) {
+        when_idle = std::move(action);
+        return;
+      }
+    }
+    action();
+  }
+};
+
+struct ModelSlot {
+  // Owned copies for calls that may outlive the engine on a worker thread.
+  std::vector<Message> messages;
+  std::vector<const ToolSpec*> tools;
+  std::optional<std::string> system;  // the strategy's prompt for this call, if not the agent's
+  ModelResponse response;
+  std::exception_ptr error;
+};
+
+// One call of the batch in flight. The engine tells a call that never
+// started (it may say "not run") from one that started (it may have taken
+// effect) and from one that finished (its result is the record).
+struct CallSlot {
+  enum Stage : int { not_started, started, finished, skipped };
+
+  ToolRequest request;
+  RunContext ctx;  // the call's own: its token is a child of the run's
+  ToolResult result;
+  std::atomic<int> stage{not_started};  // result is written before `finished`
+
+  // The one place a call starts: never once it was skipped or cancelled.
+  bool begin() {
+    int expected = not_started;
+    if (ctx.cancelled()) {
+      stage.compare_exchange_strong(expected, skipped);
+      return false;
+    }
+    return stage.compare_exchange_strong(expected, started);
+  }
+  // The stage as the engine settles it: a call not yet started never will.
+  Stage settle() {
+    int expected = not_started;
+    if (stage.compare_exchange_strong(expected, skipped)) return skipped;
+    return static_cast<Stage>(expected);
+  }
+};
+
+// The run engine: one per run. It keeps its own copy of the agent, and
+// through it the strategy and its tools, so the host may drop the Agent (and
+// the handle) while work is in flight: the work shares the copy
+// (agent_owner_). It is the only ApprovalIssuer a run has.
+class Engine final : public RunHandle::Driver, private ApprovalIssuer {
+ public:
+  Engine(const Agent& agent, RunState state, Decisions decisions, RunContext ctx,
+         std::unique_ptr<Checkpoint> checkpoint)
+      : agent_owner_(std::make_shared<const Agent>(agent)),
+        agent_(*agent_owner_),
+        strategy_(static_cast<const Strategy&>(agent_.cognition())),
+        st_(std::move(state)),
+        ctx_(std::move(ctx)),
+        checkpoint_(std::move(checkpoint)) {
+    if (st_.run_id.empty()) st_.run_id = RunContext::new_id("run");
+    st_.agent = agent_.name();
+    // The run's own token: cancel() stops this run, not the host's context.
+    ctx_.cancellation = ctx_.cancellation.child();
+    ctx_.correlation_id = st_.run_id;
+    if (ctx_.span_id.empty()) ctx_.span_id = RunContext::new_id("span");
+    ctx_.events = events_;
+    parent_usage_ = std::exchange(ctx_.usage, std::make_shared<UsageMeter>());
+    ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
+    if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
+    specs_ = strategy_.tools().schemas();
+    if (ctx_.models) {
+      try {
+        model_ = ctx_.models(agent_.model());
+      } catch (const std::exception& e) {
+        model_error_ = e.what();
+      }
+    }
+    error_code_ = st_.error_code;  // a finished run comes back as it ended
+    if (st_.phase == Phase::suspended) apply_decisions(decisions);
+    claim();
+  }
+
+  ~Engine() override {
+    // Work on the executor holds its own shared state; nothing to join. A
+    // handle dropped mid-run cancels it, so cooperative work ends soon; late
+    // results are dropped (a durable run's ledger still records them).
+    if (!done_) ctx_.cancellation.cancel();
+  }
+
+  bool poll() override {
+    if (done_) return true;
+    step();
+    return done_;
+  }
+
+  void wait() override {
+    if (in_flight_) {
+      in_flight_->wait(std::chrono::milliseconds(10));
+    } else if (pending_) {
+      pending_->wait_idle(ctx_.cancellation);
+    }
+  }
+
+  bool done() const override { return done_; }
+  const RunResult& result() const override { return result_; }
+  std::vector<Event> drain_events() override { return events_->drain(); }
+  void cancel() override {
+    ctx_.cancellation.cancel();
+    if (in_flight_) in_flight_->cancel();
+  }
+
+ private:
+  void step() {
+    if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
+    switch (st_.phase) {
+      case Phase::ask_model:
+        return model_slot_ ? collect_model() : ask_model();
+      case Phase::act:
+        return calls_ ? collect_calls() : start_batch();
+      case Phase::suspended:
+        return finish(StopReason::suspended, {});
+      case Phase::done:
+        return finish(st_.stop_reason, st_.error);
+    }
+  }
+
+  bool busy() const { return pending_ && !pending_->idle(); }
+  StepContext step_context() const { return {agent_, ctx_}; }
+
+  // Takes the strategy's step. ask: the run asks the model next; the others
+  // move the run on at once.
+  void apply(Next next) {
+    switch (next.kind) {
+      case Next::Kind::ask:
+        st_.phase = Phase::ask_model;
+        return;
+      case Next::Kind::run_calls:
+        return admit_calls(std::move(next.message));
+      case Next::Kind::answer:
+        next.message.role = Role::assistant;
+        st_.output = next.message.content;
+        structured_ = std::move(next.structured);
+        st_.history.push_back(std::move(next.message));
+        return finish(StopReason::answered, {});
+      case Next::Kind::stop:
+        return finish(next.reason, std::move(next.why));
+    }
+  }
+
+  // ------------------------------------------------------------ durability
+
+  // The first save: it claims the run, so a second resume or recovery of the
+  // same checkpoint fails here, before anything runs.
+  void claim() {
+    if (!checkpoint_ || checkpoint_->save(st_)) return;
+    if (checkpoint_->version() == 0) throw RunError("a run with id '" + st_.run_id + "' already exists in the store");
+    throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
+  }
+
+  // Saves the state at a step boundary; the run fails when the store refuses.
+  void checkpoint() {
+    if (!checkpoint_) return;
+    std::string problem;
+    try {
+      if (checkpoint_->save(st_)) return;
+      problem = "run '" + st_.run_id + "' was taken over by another process; this one stopped advancing it";
+    } catch (const std::exception& e) {
+      problem = std::string("checkpoint failed: ") + e.what();
+    }
+    checkpoint_.reset();  // nothing more is written by this driver
+    finish(StopReason::failed, problem);
+  }
+
+  // The final save, the cleanup and the session update of a run that
+  // is over (or suspended). A run that lost its checkpoint to another process
+  // leaves all three to that process. Failures are logged: the result stands.
+  void persist_end(const std::shared_ptr<Pending>& abandoned) {
+    if (!checkpoint_) return;
+    try {
+      if (!checkpoint_->save(st_) || st_.phase != Phase::done) return;
+      if (abandoned) {
+        abandoned->then([checkpoint = checkpoint_, run_id = st_.run_id, logger = ctx_.logger] {
+          try {
+            checkpoint->tidy();
+          } catch (const std::exception& e) {
+            (logger ? logger : spdlog::default_logger())
+                ->error("run '{}': tidying its store after its last call ended failed: {}", run_id, e.what());
+          }
+        });
+      } else {
+        checkpoint_->tidy();
+      }
+      if (!st_.session.empty() && ctx_.store) {
+        append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
+      }
+    } catch (const std::exception& e) {
+      (ctx_.logger ? ctx_.logger : spdlog::default_logger())
+          ->error("run '{}': saving its end state failed: {}", st_.run_id, e.what());
+    }
+  }
+
+  // The context handed to work on the executor. It does not own the
+  // executor: work must never hold the last reference to the pool running it
+  // (its destructor would join its own thread). Sub-runs started from a
+  // worker run inline on that worker.
+  RunContext worker_context() const {
+    RunContext ctx = ctx_;
+    ctx.executor = nullptr;
+    return ctx;
+  }
+
+  // ------------------------------------------------------------ model
+
+  void ask_model() {
+    if (!model_) {
+      return finish(StopReason::failed, !model_error_.empty() ? model_error_
+                                                               : "no model for '" + agent_.model() +
+                                                                     "': the context has no model resolver or it "
+                                                                     "returned null");
+    }
+    if (auto why = ctx_.budget->exhausted()) return finish(StopReason::budget_exhausted, *why);
+    if (st_.iterations >= agent_.options().max_iterations) {
+      return finish(StopReason::max_iterations,
+                    "max_iterations (" + std::to_string(agent_.options().max_iterations) + ") reached");
+    }
+    if (st_.history.empty()) st_.history.push_back(Message::user(st_.task));
+    Next next = strategy_.next_call(step_context(), st_);
+    if (next.kind != Next::Kind::ask) {
+      apply(std::move(next));
+      if (!done_) checkpoint();
+      return;
+    }
+    ctx_.budget->charge_model_step();
+    ctx_.emit(ModelCallStarted{st_.iterations + 1});
+    model_slot_ = std::make_shared<ModelSlot>();
+    auto executor = ctx_.executor;
+    const Schema* output_schema =
+        agent_.options().output && next.call.output_schema ? &agent_.options().output->schema : nullptr;
+    const std::span<const ToolSpec* const> tools =
+        next.call.tools ? std::span<const ToolSpec* const>(specs_) : std::span<const ToolSpec* const>();
+    model_slot_->system = std::move(next.call.system);
+    const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_.prompt();
+    ModelRequest request{agent_.model(), system, st_.history, tools, output_schema};
+    try {
+      // A model with its own non-blocking call is advanced from poll().
+      if ((in_flight_ = model_->begin(request, ctx_))) return;
+    } catch (...) {
+      model_slot_->error = std::current_exception();
+      return;
+    }
+    if (!executor || executor->inline_execution()) {
+      // Same thread: the request views the run's own history, no copies.
+      try {
+        model_slot_->response = model_->complete(request, ctx_);
+      } catch (...) {
+        model_slot_->error = std::current_exception();
+      }
+      return;
+    }
+    model_slot_->messages = st_.history;
+    model_slot_->tools.assign(tools.begin(), tools.end());
+    pending_ = std::make_shared<Pending>();
+    pending_->add(1);
+    // The work shares the slot (its messages, tools and prompt) and the agent
+    // copy (its name, prompt and output schema), never the engine.
+    executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
+                      agent = agent_owner_, output_schema]() mutable {
+      const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
+      ModelRequest request{agent->model(), system, slot->messages, slot->tools, output_schema};
+      try {
+        slot->response = model->complete(request, ctx);
+      } catch (...) {
+        slot->error = std::current_exception();
+      }
+      pending->finish_one();
+    });
+  }
+
+  void collect_model() {
+    if (in_flight_) {
+      if (!in_flight_->poll()) return;
+      try {
+        model_slot_->response = in_flight_->take();
+      } catch (...) {
+        model_slot_->error = std::current_exception();
+      }
+      in_flight_.reset();
+    }
+    if (busy()) return;
+    auto slot = std::exchange(model_slot_, nullptr);
+    if (slot->error) {
+      std::string why;
+      try {
+        std::rethrow_exception(slot->error);
+      } catch (const ModelError& e) {
+        // A failed call may still have spent tokens (a stream cut short).
+        why = e.what();
+        error_code_ = e.error_code();
+        charge(e.usage());
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+        why = "unknown error";
+      }
+      return finish(StopReason::failed, "model call failed: " + why);
+    }
+    ModelResponse& response = slot->response;
+    ++st_.iterations;
+    charge(response.usage);
+    ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
+    // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
+    Message message = sanitize_utf8(std::move(response.message));
+    message.role = Role::assistant;
+    apply(strategy_.on_reply(step_context(), st_, std::move(message)));
+    if (!done_) checkpoint();
+  }
+
+  // One model call's usage, charged to the run, its meter and its budget.
+  void charge(const Usage& usage) {
+    st_.usage += usage;
+    ctx_.usage->add(usage);
+    ctx_.budget->charge_tokens(usage);
+    if (const auto& pricing = agent_.options().pricing) {
+      const double cost = pricing->cost(usage);
+      st_.cost_usd += cost;
+      ctx_.budget->charge_cost(cost);
+    }
+  }
+
+  // The assistant's message with tool calls enters the history, and its
+  // calls become the batch: every call the engine can tell is bad is refused
+  // here (an error result the model sees, ToolCallRefused), before anything
+  // runs.
+  void admit_calls(Message message) {
+    message.role = Role::assistant;
+    const std::size_t n = message.tool_calls.size();
+    st_.outcomes.assign(n, std::nullopt);
+    auto& calls = message.tool_calls;
+    const auto id_taken = [&](std::size_t i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (calls[j].id == calls[i].id) return true;
+      }
+      return false;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      ToolCall& call = calls[i];
+      std::string problem;
+      if (call.id.empty()) call.id = RunContext::new_id("call");
+      if (call.arguments.is_null()) call.arguments = Json::object();  // "no arguments"
+      if (id_taken(i)) {
+        const std::string original = call.id;
+        call.id = RunContext::new_id(original + "_dup");
+        problem = "duplicate tool call id '" + original + "' in one turn; this call was not run. Issue each call with a distinct id.";
+      } else if (call.name.empty()) {
+        problem = "tool call has an empty name; advertised tools: " + quoted_list(advertised_names());
+      } else if (ToolPtr tool = strategy_.tools().find(call.name); !tool || !tool->advertised()) {
+        // A hidden tool is the host's and the strategy's, never the model's.
+        problem = "unknown tool '" + call.name + "'. Advertised tools: " + quoted_list(advertised_names());
+      } else if (!call.arguments_text.empty()) {
+        try {
+          call.arguments = parse_arguments(call.name, call.arguments_text);
+          call.arguments_text.clear();
+        } catch (const ToolArgumentError& e) {
+          problem = e.what();
+        }
+      }
+      if (!problem.empty()) {
+        ctx_.emit(ToolCallRefused{call, problem});
+        st_.outcomes[i] = CallOutcome{problem, true, "error"};
+      }
+    }
+    st_.batch = message.tool_calls;
+    st_.history.push_back(std::move(message));
+    st_.phase = Phase::act;
+  }
+
+  std::vector<std::string> advertised_names() const {
+    std::vector<std::string> names;
+    for (const ToolSpec* spec : specs_) names.push_back(spec->name);
+    return names;
+  }
+
+  // ------------------------------------------------------------ tools
+
+  void start_batch() {
+    std::vector<std::size_t> to_run;
+    for (std::size_t i = 0; i < st_.batch.size(); ++i) {
+      if (!st_.outcomes[i]) to_run.push_back(i);
+    }
+    if (auto why = ctx_.budget->exhausted(static_cast<std::int64_t>(to_run.size()))) {
+      return finish(StopReason::budget_exhausted, *why);
+    }
+    calls_ = std::make_shared<std::vector<CallSlot>>(to_run.size());
+    call_index_ = to_run;
+    st_.tool_calls += static_cast<int>(to_run.size());
+    const auto deadline = call_deadline();
+    for (std::size_t k = 0; k < to_run.size(); ++k) {
+      const ToolCall& call = st_.batch[to_run[k]];
+      ToolPtr tool = strategy_.tools().find(call.name);
+      auto& slot = (*calls_)[k];
+      slot.ctx = worker_context();
+      slot.ctx.cancellation = ctx_.cancellation.child(deadline);
+      slot.request.call_id = call.id;
+      slot.request.name = call.name;
+      slot.request.arguments = call.arguments;
+      slot.request.tool = tool;
+      slot.request.side_effecting = tool && tool->side_effecting_for(call.arguments);
+      if (std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end()) {
+        auto proposed = st_.proposed.find(call.id);
+        slot.request.approval = issue(slot.request, proposed == st_.proposed.end() ? Json() : proposed->second);
+      }
+      slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
+      if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
+      ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
+    }
+    auto executor = ctx_.executor;
+    if (!executor || executor->inline_execution()) {
+      for (auto& slot : *calls_) {
+        slot.ctx.executor = ctx_.executor;
+        run_call(slot);
+      }
+      return;
+    }
+    pending_ = std::make_shared<Pending>();
+    pending_->add(static_cast<int>(to_run.size()));
+    for (std::size_t k = 0; k < to_run.size(); ++k) {
+      // The work owns what it touches (the slots and their requests and
+      // contexts), never the driver: the host may drop the handle.
+      executor->submit([calls = calls_, k, pending = pending_]() {
+        run_call((*calls)[k]);
+        pending->finish_one();
+      });
+    }
+  }
+
+  // A call's deadline: when the run's wall_time budget runs out, if it has
+  // one (timeout() may set an earlier one for its part of the chain).
+  std::optional<CancellationToken::Clock::time_point> call_deadline() const {
+    const auto& wall_time = ctx_.budget->limits().wall_time;
+    if (!wall_time) return std::nullopt;
+    return CancellationToken::Clock::now() + (*wall_time - ctx_.budget->elapsed());
+  }
+
+  static void run_call(CallSlot& slot) {
+    if (!slot.begin()) return;
+    try {
+      slot.result = slot.ctx.invoker->invoke_tool(slot.request, slot.ctx);
+    } catch (...) {
+      slot.result = ToolResult::error(failure_text(std::current_exception()));
+    }
+    slot.stage.store(CallSlot::finished, std::memory_order_release);
+  }
+
+  // What the run records for a call of the batch in flight, when the run
+  // ends (`stopping`) or collects the batch; nullopt: it never started.
+  // Awaiting approval comes back as is.
+  std::optional<ToolResult> settled_result(CallSlot& slot, std::optional<StopReason> stopping) const {
+    switch (slot.settle()) {
+      case CallSlot::finished:
+        return slot.result;
+      case CallSlot::started: {
+        const std::string why = "the run stopped (" + std::string(to_string(stopping.value_or(StopReason::failed))) +
+                                ") while this call was running, before it returned";
+        if (slot.request.effectively_side_effecting()) {
+          return ToolResult::outcome_unknown("Outcome unknown: " + why + "; it may or may not have taken effect.");
+        }
+        return ToolResult::error("Interrupted: " + why + "; its result was not awaited.");
+      }
+      case CallSlot::not_started:
+      case CallSlot::skipped:
+        break;
+    }
+    return std::nullopt;
+  }
+
+  // Records the outcomes of the batch in flight (a call awaiting approval
+  // joins st_.pending). `stopping`: the run is ending, so calls still running
+  // are abandoned (their late results go nowhere but the ledger) and calls
+  // not run are left for finish() to mark.
+  void record_calls(std::vector<CallSlot>& calls, std::optional<StopReason> stopping) {
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const std::size_t i = call_index_[k];
+      const ToolCall& call = st_.batch[i];
+      std::optional<ToolResult> r = settled_result(calls[k], stopping);
+      if (!r) {
+        if (!stopping) st_.outcomes[i] = CallOutcome{"Not run: the call was cancelled before it started.", true, "interrupted"};
+        continue;  // a stopping run says "Not run" for it below
+      }
+      if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
+      std::string status(to_string(r->status));
+      std::string text = sanitize_utf8(r->model_text());
+      ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
+      if (r->status == ToolResult::Status::awaiting_approval) {
+        st_.pending.push_back(call.id);
+      } else {
+        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), std::move(status)};
+      }
+    }
+  }
+
+  void collect_calls() {
+    if (busy()) return;
+    auto calls = std::exchange(calls_, nullptr);
+    record_calls(*calls, std::nullopt);
+    if (!st_.pending.empty()) {
+      st_.phase = Phase::suspended;
+      return finish(StopReason::suspended, {});
+    }
+    Next next = strategy_.after_calls(step_context(), st_);
+    append_results();
+    apply(std::move(next));
+    if (!done_) checkpoint();
+  }
+
+  // Tool results in call order, so the history is valid on the wire.
+  void append_results() {
+    for (std::size_t i = 0; i < st_.batch.size(); ++i) {
+      const ToolCall& call = st_.batch[i];
+      const auto& outcome = st_.outcomes[i];
+      st_.history.push_back(Message::tool_result(call.id, call.name, outcome->text, outcome->is_error));
+    }
+    st_.batch.clear();
+    st_.outcomes.clear();
+    st_.approved.clear();
+    st_.proposed.clear();
+  }
+
+  void apply_decisions(const Decisions& decisions) {
+    for (const std::string& id : st_.pending) {
+      std::size_t i = 0;
+      while (i < st_.batch.size() && st_.batch[i].id != id) ++i;
+      if (i == st_.batch.size()) continue;
+      auto it = decisions.find(id);
+      const ToolCall& call = st_.batch[i];
+      if (it == decisions.end() || it->second.kind == Decision::Kind::reject) {
+        std::string text = "A human reviewer rejected the call to '" + call.name + "'; it did not run.";
+        if (it != decisions.end() && !it->second.message.empty()) text += " Reason: " + it->second.message;
+        st_.outcomes[i] = CallOutcome{text, true, "denied"};
+        ctx_.emit(ApprovalDecided{call, "rejected", it == decisions.end() ? "" : it->second.message});
+        continue;
+      }
+      const bool edited = it->second.kind == Decision::Kind::edit;
+      if (edited) edit_call(i, it->second.arguments);
+      ctx_.emit(ApprovalDecided{st_.batch[i], edited ? "edited" : "approved", {}});
+      st_.approved.push_back(id);
+    }
+    st_.pending.clear();
+    st_.phase = Phase::act;
+  }
+
+  // A human's edit: the call runs with `arguments`, and the history shows it
+  // so (the model must not report what it did not do); the model's own
+  // arguments are kept for the audit.
+  void edit_call(std::size_t i, const Json& arguments) {
+    ToolCall& call = st_.batch[i];
+    st_.proposed.insert_or_assign(call.id, call.arguments);
+    call.arguments = arguments;
+    for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
+      if (it->role != Role::assistant) continue;
+      for (ToolCall& shown : it->tool_calls) {
+        if (shown.id == call.id) {
+          shown.arguments = arguments;
+          shown.arguments_text.clear();
+        }
+      }
+      break;  // the batch is the last assistant message's calls
+    }
+  }
+
+  // ------------------------------------------------------------ end
+
+  void finish(StopReason reason, std::string error) {
+    if (done_) return;
+    // Calls in flight: a finished one keeps its result, a started one is
+    // abandoned (outcome_unknown when side-effecting), one not started never
+    // will be. Work still running holds its own state; the store is tidied
+    // only after the last of it ends, so its late ledger record is not left.
+    std::shared_ptr<Pending> abandoned;
+    if (auto calls = std::exchange(calls_, nullptr); calls && reason != StopReason::suspended) {
+      record_calls(*calls, reason);
+      if (busy()) abandoned = pending_;
+    }
+    if (reason != StopReason::suspended && !st_.batch.empty()) {
+      // A stop mid-batch: every call still gets a result, so the history
+      // stays valid on the wire and nothing is re-run later.
+      for (auto& outcome : st_.outcomes) {
+        if (!outcome) outcome = CallOutcome{"Not run: the run stopped (" + std::string(to_string(reason)) + ") before this call.", true, "interrupted"};
+      }
+      append_results();
+    }
+    if (reason != StopReason::suspended) st_.phase = Phase::done;
+    st_.stop_reason = reason;
+    st_.error = error;
+    st_.error_code = reason == StopReason::failed ? error_code_ : std::string();
+    if (reason != StopReason::answered && st_.output.empty()) {
+      for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
+        if (it->role == Role::assistant && !it->content.empty()) {
+          st_.output = it->content;
+          break;
+        }
+      }
+    }
+    result_.stop_reason = reason;
+    result_.output = st_.output;
+    result_.structured = structured_;
+    result_.error = std::move(error);
+    result_.error_code = st_.error_code;
+    result_.usage = ctx_.usage->total();  // this run's steps plus its sub-runs'
+    if (parent_usage_) parent_usage_->add(result_.usage);
+    result_.iterations = st_.iterations;
+    if (reason == StopReason::suspended) {
+      Suspended s{.pending = st_.pending_calls()};
+      ctx_.emit(RunSuspended{s.pending});
+      result_.suspended = std::move(s);
+    }
+    persist_end(abandoned);
+    ctx_.emit(RunFinished{std::string(to_string(reason)), result_.output});
+    result_.state = std::move(st_);  // the driver is done with it; no second copy of the history
+    done_ = true;
+  }
+
+  std::shared_ptr<const Agent> agent_owner_;  // shared with work in flight
+  const Agent& agent_;
+  const Strategy& strategy_;  // the agent copy's, kept alive by it
+  RunState st_;
+  RunContext ctx_;
+  std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
+  std::shared_ptr<Model> model_;
+  std::string model_error_;  // why the resolver gave no model
+  std::string error_code_;   // the canonical code of the ModelError that failed the run
+  std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
+  std::vector<const ToolSpec*> specs_;
+  std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
+  std::shared_ptr<Pending> pending_;
+  std::shared_ptr<ModelSlot> model_slot_;
+  std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()
+  std::shared_ptr<std::vector<CallSlot>> calls_;
+  std::vector<std::size_t> call_index_;
+  Json structured_;
+  RunResult result_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<RunHandle::Driver> Strategy::drive(const Agent& agent, RunState state, Decisions decisions,
+                                                   RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const {
+  if (&agent.cognition() != this) {
+    throw std::invalid_argument("Strategy::drive: agent '" + agent.name() +
+                                "' runs another cognition; runs are started by Agent");
+  }
+  return std::make_unique<Engine>(agent, std::move(state), std::move(decisions), std::move(ctx),
+                                  std::move(checkpoint));
+}
+
+}  // namespace agentkit::cognition
