@@ -350,3 +350,61 @@ TEST_CASE("dropping the handle (and the Agent) mid-call cancels the run and is s
   }
   executor.reset();  // joins the workers; under ASan, nothing they touched was freed
 }
+
+namespace {
+
+// A tool that knows when it is destroyed, to show who keeps it alive.
+class ProbeTool final : public agentkit::Tool {
+ public:
+  ProbeTool(std::shared_ptr<Gate> gate, std::shared_ptr<std::atomic<bool>> destroyed)
+      : gate_(std::move(gate)), destroyed_(std::move(destroyed)) {
+    spec_.name = "probe";
+    spec_.description = "Hold until released, then report that this tool object is still alive.";
+    spec_.parameters = agentkit::Schema{{"type", "object"}};
+    spec_.effects.side_effecting = true;
+  }
+  ~ProbeTool() override { *destroyed_ = true; }
+  const agentkit::ToolSpec& spec() const noexcept override { return spec_; }
+  Json run(const Json&, RunContext&) const override {
+    gate_->hold();
+    // Reads a member after the Agent, its cognition and the host's tool list are gone.
+    const std::string alive = *destroyed_ ? "destroyed" : "alive: " + spec_.name;
+    ++gate_->finished;
+    return alive;
+  }
+
+ private:
+  agentkit::ToolSpec spec_;
+  std::shared_ptr<Gate> gate_;
+  std::shared_ptr<std::atomic<bool>> destroyed_;
+};
+
+}  // namespace
+
+TEST_CASE("the Agent and its tools may be destroyed right after start() while a tool is mid-call",
+          "[agent][lifetime]") {
+  auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(2);
+  auto gate = std::make_shared<Gate>();
+  auto destroyed = std::make_shared<std::atomic<bool>>(false);
+  auto tools = std::make_unique<std::vector<agentkit::ToolPtr>>();
+  tools->push_back(std::make_shared<ProbeTool>(gate, destroyed));
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "probe")}}, Turn{.content = "probed"}});
+  auto ctx = make_test_ctx({.llm = llm, .executor = executor});
+  auto agent = std::make_unique<Agent>("a", "fake", "p", react(*tools));
+
+  auto handle = agent->start("go", ctx);
+  agent.reset();  // the host's Agent, and with it its cognition
+  tools.reset();  // and the host's own references to the tools
+  REQUIRE(eventually([&] {
+    handle.poll();
+    return gate->started == 1;
+  }));
+  CHECK_FALSE(*destroyed);  // the run (and the call on the worker) hold the tool
+  gate->release = true;
+  REQUIRE(eventually([&] { return handle.poll(); }));
+  CHECK(handle.result().stop_reason == StopReason::answered);
+  CHECK(tool_message(handle.result(), "c1").content.find("alive: probe") != std::string::npos);
+  CHECK_FALSE(*destroyed);
+  { auto dropped = std::move(handle); }
+  CHECK(*destroyed);  // the handle held the last reference
+}
