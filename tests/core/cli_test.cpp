@@ -759,12 +759,13 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     CHECK(r.err.find("cost limit reached") != std::string::npos);
     CHECK(model.requests().size() == 2);
   }
-  SECTION("failed: 1") {
+  SECTION("failed, the provider refused the request (404): 11") {
     model.enqueue(json_response({{"error", {{"message", "model not found"}, {"type", "invalid_request_error"}}}}, 404));
     const auto file = dir.write("a.yaml", agent_yaml(model));
     const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == 11);
     CHECK(r.err.find("stopped (failed)") != std::string::npos);
+    CHECK(r.err.find("[invalid_argument]") != std::string::npos);
   }
   SECTION("cancelled by SIGINT: 6") {
     WireServer::Response stall;
