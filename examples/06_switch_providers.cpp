@@ -115,7 +115,7 @@ int main() {
     result = agent.resume(std::move(state), {{result.suspended->pending[0].id, agentkit::Decision::approve()}}, ctx);
     std::cout << "stop: " << to_string(result.stop_reason) << "\n";
   }
-  if (result.stop_reason == agentkit::StopReason::failed) std::cout << "error: " << result.error << "\n";
+  if (result.failure) std::cout << "error [" << agentkit::to_string(result.failure->code) << "]: " << result.failure->message << "\n";
   std::cout << "answer: " << result.output << "\n";
   return result.stop_reason == agentkit::StopReason::answered ? 0 : 1;
 }

@@ -97,7 +97,7 @@ int main() {
     }
     const auto& result = run.result();
     run_id = result.state.run_id;
-    std::cout << "run: " << to_string(result.stop_reason) << " (" << result.error << "), robot at "
+    std::cout << "run: " << to_string(result.stop_reason) << " (" << (result.failure ? result.failure->message : "") << "), robot at "
               << robot.position << "; budget used: " << ctx.budget->model_steps() << " of 8 model steps\n";
     std::cout << "worst tick inside agentkit (poll + checkpoint): "
               << std::chrono::duration<double, std::milli>(worst_poll).count() << " ms of " << kTick.count() << " ms\n";

@@ -108,7 +108,7 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
   providers::ModelTarget target;
   try {
     target = providers::resolve_model(config.model, settings);
-  } catch (const std::invalid_argument& e) {
+  } catch (const agentkit::Error& e) {
     throw ConfigError(config.file, config.model_line, e.what());
   }
   // The provider's own API refuses every request without a key: say which

@@ -63,9 +63,9 @@ std::unique_ptr<const AgentRuntime> start_runtime(const AgentConfig& config) {
 }
 
 // A usage or setup problem: printed as it is, exit code Exit::usage.
-class UsageError : public std::runtime_error {
+class UsageError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit UsageError(const std::string& message) : Error(ErrorCode::invalid_argument, message) {}
 };
 
 // Asks on the terminal only when a person is there to answer.
@@ -177,7 +177,7 @@ struct Driver {
         }
       }
       ui.outcome(result, resume_command);
-      return static_cast<int>(exit_code(result.stop_reason));
+      return static_cast<int>(exit_code(result));
     }
   }
 
@@ -254,6 +254,9 @@ int guarded(const std::function<int()>& command) {
     std::cerr << "agentkit: " << e.what() << "\n";
   } catch (const RunError& e) {
     std::cerr << "agentkit: " << e.what() << "\n";
+  } catch (const Error& e) {
+    std::cerr << "agentkit: error [" << to_string(e.code()) << "]: " << e.what() << "\n";
+    return static_cast<int>(exit_code(e.code()));
   } catch (const std::exception& e) {
     std::cerr << "agentkit: error: " << e.what() << "\n";
     return static_cast<int>(Exit::failed);

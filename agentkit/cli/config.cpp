@@ -317,7 +317,7 @@ class Loader {
     for (const auto& rule : config.egress) {
       try {
         EgressRule::parse(rule);
-      } catch (const std::invalid_argument& e) {
+      } catch (const agentkit::Error& e) {
         top.fail("egress", "has a bad rule '" + rule + "': " + e.what());
       }
     }
@@ -338,7 +338,7 @@ class Loader {
     }
     try {
       providers::resolve_model(config.model, {});
-    } catch (const std::invalid_argument& e) {
+    } catch (const agentkit::Error& e) {
       top.fail("model", std::string("is not usable: ") + e.what());
     }
     config.api_key_env = top.get_or<std::string>("api_key_env", {});
@@ -587,7 +587,7 @@ class Loader {
 }  // namespace
 
 ConfigError::ConfigError(std::filesystem::path file, int line, int column, const std::string& problem)
-    : std::runtime_error(location(file, line, column) + ": " + problem),
+    : Error(ErrorCode::invalid_argument, location(file, line, column) + ": " + problem),
       file_(std::move(file)),
       line_(line),
       column_(column) {}

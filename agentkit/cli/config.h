@@ -75,7 +75,7 @@ namespace agentkit::cli {
 
 // A definition that cannot be used. what() reads "FILE:LINE:COL: problem",
 // "FILE:LINE: problem" without a column, "FILE: problem" without a line.
-class ConfigError : public std::runtime_error {
+class ConfigError : public Error {
  public:
   ConfigError(std::filesystem::path file, int line, int column, const std::string& problem);
   ConfigError(std::filesystem::path file, int line, const std::string& problem)

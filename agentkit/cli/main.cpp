@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -20,14 +21,15 @@ namespace {
 
 using namespace agentkit::cli;
 
-constexpr std::string_view kHelp = R"(agentkit: run agents defined in YAML.
-
+// What --help adds below CLI11's usage and option list: what each command
+// does, the exit codes (the README's table), and a definition.
+constexpr std::string_view kFooter = R"(
 Usage:
   agentkit run AGENT.yaml "task" [--json] [--store PATH] [--session ID] [--yes]
   agentkit resume RUN_ID [AGENT.yaml] [--approve all|ID]... [--reject ID[:reason]]...
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
-  agentkit --help | --version
+  agentkit COMMAND --help | agentkit --version
 
 Commands:
   run       Start a run of the agent on the task. Its id goes to stderr
@@ -43,9 +45,10 @@ Commands:
             defaults to the file the run was started from.
   validate  Check a definition and its sub-agents without running anything.
 
-Options:
+Options of run and resume:
   --json            One JSON object per line on stdout for every event, then
-                    {"type":"result",...}; nothing else goes to stdout.
+                    {"type":"result",...} (with "error_code" when the run
+                    stopped early); nothing else goes to stdout.
   --store PATH      The state database (default $AGENTKIT_HOME/state.db,
                     else ~/.agentkit/state.db).
   --session ID      Continue this conversation (overrides `session:`).
@@ -53,10 +56,14 @@ Options:
   --approve all|ID  Approve all pending calls, or one by id (repeatable).
   --reject ID[:why] Reject a pending call, with an optional reason for the model.
 
-Exit codes:
-  0  answered          3  suspended (awaiting approval)   6  cancelled (Ctrl-C)
-  1  failed            4  max_iterations reached
-  2  usage, configuration or setup error                  5  budget exhausted
+Exit codes: (a failed run's error code picks its class)
+  0  answered                          7  unauthenticated, permission_denied
+  1  failed: internal or unclassified  8  rate_limited, quota_exceeded, overloaded
+  2  usage, configuration or setup     9  unavailable, timeout
+  3  suspended (awaiting approval)    10  protocol, truncated
+  4  max_iterations reached           11  invalid_argument, not_found, already_exists
+  5  budget exhausted                 12  aborted, data_loss (the run's stored state)
+  6  cancelled (Ctrl-C)
 
 Definition (the README lists every field):
   name: support
@@ -85,118 +92,21 @@ int usage_error(const std::string& message) {
   return static_cast<int>(Exit::usage);
 }
 
-// A command's arguments: positionals, flags, and options with values (each
-// value of a repeatable option kept in order).
-struct Parsed {
-  std::vector<std::string> positional;
-  std::map<std::string, std::vector<std::string>> options;
-  bool flag(const std::string& name) const { return options.contains(name); }
-  std::optional<std::string> value(const std::string& name) const {
-    auto it = options.find(name);
-    if (it == options.end() || it->second.empty()) return std::nullopt;
-    return it->second.back();
-  }
-};
-
-// Parses `args` against the flags and valued options a command accepts;
-// "--name=value" and "--name value" both work, "--" ends options.
-std::optional<Parsed> parse(const std::vector<std::string>& args, const std::vector<std::string>& flags,
-                            const std::vector<std::string>& valued, const std::string& command, std::string& error) {
-  Parsed parsed;
-  auto known = [](const std::vector<std::string>& list, const std::string& name) {
-    return std::find(list.begin(), list.end(), name) != list.end();
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      parsed.positional.insert(parsed.positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') {
-      parsed.positional.push_back(arg);
-      continue;
-    }
-    std::string name = arg;
-    std::optional<std::string> value;
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (known(flags, name) && !value) {
-      parsed.options[name];
-    } else if (known(valued, name)) {
-      if (!value) {
-        if (i + 1 == args.size()) {
-          error = "option " + name + " needs a value";
-          return std::nullopt;
-        }
-        value = args[++i];
-      }
-      parsed.options[name].push_back(*value);
-    } else {
-      error = "unknown option '" + arg + "' for '" + command + "'";
-      return std::nullopt;
-    }
-  }
-  return parsed;
+// Options shared by run and resume.
+void add_output_options(CLI::App& command, OutputOptions& output, std::string& store) {
+  command.add_flag("--json", output.json, "One JSON object per line on stdout for every event, then the result");
+  command.add_option("--store", store, "The state database (default $AGENTKIT_HOME/state.db)");
+  command.add_flag("--yes", output.yes, "Approve every call that asks for approval");
 }
 
-OutputOptions output_options(const Parsed& parsed) {
-  OutputOptions output;
-  output.json = parsed.flag("--json");
-  output.yes = parsed.flag("--yes");
-  if (auto store = parsed.value("--store")) output.store = *store;
-  return output;
-}
-
-int run(const std::vector<std::string>& args) {
-  std::string error;
-  const auto parsed = parse(args, {"--json", "--yes"}, {"--store", "--session"}, "run", error);
-  if (!parsed) return usage_error(error);
-  if (parsed->positional.size() != 2) return usage_error("run needs AGENT.yaml and a task");
-  RunArgs run_args;
-  run_args.agent_file = parsed->positional[0];
-  run_args.task = parsed->positional[1];
-  if (run_args.task.empty()) return usage_error("the task is empty");
-  run_args.session = parsed->value("--session").value_or("");
-  run_args.output = output_options(*parsed);
-  return run_command(run_args);
-}
-
-int resume(const std::vector<std::string>& args) {
-  std::string error;
-  const auto parsed = parse(args, {"--json", "--yes"}, {"--store", "--approve", "--reject"}, "resume", error);
-  if (!parsed) return usage_error(error);
-  if (parsed->positional.empty() || parsed->positional.size() > 2)
-    return usage_error("resume needs RUN_ID [AGENT.yaml]");
-  ResumeArgs resume_args;
-  resume_args.run_id = parsed->positional[0];
-  if (parsed->positional.size() == 2) resume_args.agent_file = parsed->positional[1];
-  if (auto it = parsed->options.find("--approve"); it != parsed->options.end()) {
-    for (const auto& id : it->second) {
-      if (id == "all") {
-        resume_args.approve_all = true;
-      } else {
-        resume_args.approve.push_back(id);
-      }
-    }
-  }
-  if (auto it = parsed->options.find("--reject"); it != parsed->options.end()) {
-    for (const auto& spec : it->second) {
-      const auto colon = spec.find(':');
-      resume_args.reject.emplace_back(spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1));
-    }
-  }
-  resume_args.output = output_options(*parsed);
-  return resume_command(resume_args);
-}
-
-int validate(const std::vector<std::string>& args) {
-  std::string error;
-  const auto parsed = parse(args, {}, {}, "validate", error);
-  if (!parsed) return usage_error(error);
-  if (parsed->positional.size() != 1) return usage_error("validate needs AGENT.yaml");
-  return validate_command(parsed->positional[0]);
+// An argument CLI11 left over (allow_extras): an option the command does
+// not take, or one positional too many.
+std::optional<std::string> leftover(const CLI::App& command) {
+  const auto rest = command.remaining();
+  if (rest.empty()) return std::nullopt;
+  const std::string& arg = rest.front();
+  if (arg.size() > 1 && arg[0] == '-') return "unknown option '" + arg + "' for '" + command.get_name() + "'";
+  return "unexpected argument '" + arg + "' for '" + command.get_name() + "'";
 }
 
 // Library logs go to stderr (stdout carries the run's text or JSON), at the
@@ -229,27 +139,90 @@ std::optional<std::string> configure_logging() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> all(argv + 1, argv + argc);
-  if (all.empty()) return usage_error("no command given");
-  const std::string& command = all.front();
-  const std::vector<std::string> args(all.begin() + 1, all.end());
-  const bool help = std::find(args.begin(), args.end(), "--help") != args.end() ||
-                    std::find(args.begin(), args.end(), "-h") != args.end();
-  if (command == "--help" || command == "-h" || command == "help" || help) {
-    std::cout << kHelp;
+  CLI::App app("agentkit: run agents defined in YAML.", "agentkit");
+  app.footer(std::string(kFooter));
+  app.set_version_flag("--version", "agentkit " AGENTKIT_VERSION);
+  app.require_subcommand(1);
+
+  RunArgs run_args;
+  std::string run_store;
+  CLI::App* run = app.add_subcommand("run", "Start a run of the agent on the task");
+  run->add_option("AGENT.yaml", run_args.agent_file, "The agent's definition")->required();
+  run->add_option("task", run_args.task, "What the agent should do")->required();
+  run->add_option("--session", run_args.session, "Continue this conversation (overrides `session:`)");
+  add_output_options(*run, run_args.output, run_store);
+
+  ResumeArgs resume_args;
+  std::string resume_store;
+  std::string agent_file;
+  std::vector<std::string> approve;
+  std::vector<std::string> reject;
+  CLI::App* resume = app.add_subcommand("resume", "Continue a suspended or interrupted run");
+  resume->add_option("RUN_ID", resume_args.run_id, "The run to continue")->required();
+  resume->add_option("AGENT.yaml", agent_file, "The definition (default: the one the run was started from)");
+  resume->add_option("--approve", approve, "Approve all pending calls, or one by id (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  resume->add_option("--reject", reject, "Reject a pending call, ID[:reason] (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_output_options(*resume, resume_args.output, resume_store);
+
+  std::string validate_file;
+  CLI::App* validate = app.add_subcommand("validate", "Check a definition without running anything");
+  validate->add_option("AGENT.yaml", validate_file, "The agent's definition")->required();
+
+  for (CLI::App* command : {run, resume, validate}) command->allow_extras();
+  if (argc == 2 && std::string_view(argv[1]) == "help") {
+    std::cout << app.help();
     return 0;
   }
-  if (command == "--version") {
-    std::cout << "agentkit " << AGENTKIT_VERSION << "\n";
-    return 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (argc < 2) return usage_error("no command given");
+    const std::string first = argv[1];
+    const bool known = first == "run" || first == "resume" || first == "validate";
+    if (first[0] != '-' && !known) {
+      return usage_error("unknown command '" + first + "'");
+    }
+    return usage_error(e.what());
+  }
+  for (CLI::App* command : {run, resume, validate}) {
+    if (!command->parsed()) continue;
+    if (auto problem = leftover(*command)) return usage_error(*problem);
   }
   if (auto error = configure_logging()) {
     std::cerr << "agentkit: " << *error << "\n";
     return static_cast<int>(Exit::usage);
   }
   install_interrupt_handler();
-  if (command == "run") return run(args);
-  if (command == "resume") return resume(args);
-  if (command == "validate") return validate(args);
-  return usage_error("unknown command '" + command + "'");
+  if (run->parsed()) {
+    if (run_args.task.empty()) return usage_error("the task is empty");
+    if (!run_store.empty()) run_args.output.store = run_store;
+    return run_command(run_args);
+  }
+  if (resume->parsed()) {
+    if (!agent_file.empty()) resume_args.agent_file = agent_file;
+    for (const auto& id : approve) {
+      if (id == "all") {
+        resume_args.approve_all = true;
+      } else {
+        resume_args.approve.push_back(id);
+      }
+    }
+    for (const auto& spec : reject) {
+      const auto colon = spec.find(':');
+      resume_args.reject.emplace_back(spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1));
+    }
+    if (!resume_store.empty()) resume_args.output.store = resume_store;
+    return resume_command(resume_args);
+  }
+  return validate_command(validate_file);
 }

@@ -94,9 +94,9 @@ std::string number(double value) {
 // "✗ lookup: <error>".
 std::string finished_line(const ToolCallFinished& e, std::chrono::microseconds took, bool styled) {
   const std::string name = first_line(e.name, kPreviewChars);
-  if (e.outcome == "ok") return mark(styled, kGreen, "✓") + " " + name + " " + std::to_string(millis(took)) + " ms";
-  if (e.outcome == "awaiting_approval") return mark(styled, kYellow, "⏸") + " " + name + " needs approval";
-  if (e.outcome == "denied")
+  if (e.outcome == CallStatus::ok) return mark(styled, kGreen, "✓") + " " + name + " " + std::to_string(millis(took)) + " ms";
+  if (e.outcome == CallStatus::awaiting_approval) return mark(styled, kYellow, "⏸") + " " + name + " needs approval";
+  if (e.outcome == CallStatus::denied)
     return mark(styled, kYellow, "⊘") + " " + name + " denied: " + first_line(e.text, kErrorChars);
   return mark(styled, kRed, "✗") + " " + name + ": " + first_line(e.text, kErrorChars);
 }
@@ -122,7 +122,7 @@ Json fields(const ToolCallFinished& e) {
   return {{"type", "tool_call_finished"},
           {"call_id", e.call_id},
           {"name", e.name},
-          {"outcome", e.outcome},
+          {"outcome", to_string(e.outcome)},
           {"text", e.text}};
 }
 Json fields(const ToolSpan& e) {
@@ -139,7 +139,7 @@ Json fields(const RunSuspended& e) {
   return {{"type", "run_suspended"}, {"pending", std::move(pending)}};
 }
 Json fields(const RunFinished& e) {
-  return {{"type", "run_finished"}, {"stop_reason", e.stop_reason}, {"output", e.output}};
+  return {{"type", "run_finished"}, {"stop_reason", to_string(e.stop_reason)}, {"output", e.output}};
 }
 Json fields(const ToolCallRefused& e) {
   Json call = call_json(e.call);
@@ -155,7 +155,7 @@ Json fields(const ApprovalDecided& e) {
               {"call_id", call["id"]},
               {"name", call["name"]},
               {"arguments", call["arguments"]},
-              {"decision", e.decision}};
+              {"decision", to_string(e.decision)}};
   if (!e.reason.empty()) out["reason"] = e.reason;
   return out;
 }
@@ -179,22 +179,41 @@ Overloaded(F...) -> Overloaded<F...>;
 
 }  // namespace
 
-Exit exit_code(StopReason reason) noexcept {
-  switch (reason) {
-    case StopReason::answered:
-      return Exit::answered;
-    case StopReason::suspended:
-      return Exit::suspended;
-    case StopReason::max_iterations:
-      return Exit::max_iterations;
-    case StopReason::budget_exhausted:
-      return Exit::budget_exhausted;
-    case StopReason::cancelled:
-      return Exit::cancelled;
-    case StopReason::failed:
-      return Exit::failed;
+Exit exit_code(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::budget_exhausted: return Exit::budget_exhausted;
+    case ErrorCode::cancelled: return Exit::cancelled;
+    case ErrorCode::unauthenticated:
+    case ErrorCode::permission_denied: return Exit::unauthenticated;
+    case ErrorCode::rate_limited:
+    case ErrorCode::quota_exceeded:
+    case ErrorCode::overloaded: return Exit::rate_limited;
+    case ErrorCode::unavailable:
+    case ErrorCode::timeout: return Exit::unavailable;
+    case ErrorCode::protocol:
+    case ErrorCode::truncated: return Exit::protocol;
+    case ErrorCode::invalid_argument:
+    case ErrorCode::not_found:
+    case ErrorCode::already_exists: return Exit::rejected;
+    case ErrorCode::aborted:
+    case ErrorCode::data_loss: return Exit::state;
+    case ErrorCode::outcome_unknown:
+    case ErrorCode::unimplemented:
+    case ErrorCode::internal: return Exit::failed;
   }
   return Exit::failed;
+}
+
+Exit exit_code(const RunResult& result) noexcept {
+  switch (result.stop_reason) {
+    case StopReason::answered: return Exit::answered;
+    case StopReason::suspended: return Exit::suspended;
+    case StopReason::max_iterations: return Exit::max_iterations;
+    case StopReason::budget_exhausted: return Exit::budget_exhausted;
+    case StopReason::cancelled: return Exit::cancelled;
+    case StopReason::failed: break;
+  }
+  return result.failure ? exit_code(result.failure->code) : Exit::failed;
 }
 
 Json event_json(const Event& event, bool nested) {
@@ -211,12 +230,21 @@ Json result_json(const RunResult& result, const std::string& resume_command) {
   Json j = {{"type", "result"},
             {"run_id", result.state.run_id},
             {"stop_reason", std::string(to_string(result.stop_reason))},
-            {"exit_code", static_cast<int>(exit_code(result.stop_reason))},
+            {"exit_code", static_cast<int>(exit_code(result))},
             {"output", result.output},
-            {"error", result.error},
+            {"error", result.failure ? result.failure->message : std::string()},
             {"iterations", result.iterations},
             {"usage", to_json(result.usage)},
             {"pending", std::move(pending)}};
+  if (const auto& f = result.failure) {
+    j["error_code"] = to_string(f->code);
+    Json details = Json::object();
+    if (!f->model.empty()) details["model"] = f->model;
+    if (f->http_status != 0) details["http_status"] = f->http_status;
+    if (f->retryable) details["retryable"] = true;
+    if (f->retry_after) details["retry_after_ms"] = f->retry_after->count();
+    if (!details.empty()) j["failure"] = std::move(details);
+  }
   if (result.stop_reason == StopReason::suspended) j["resume"] = resume_command + " --approve all";
   return j;
 }
@@ -286,11 +314,11 @@ void Terminal::show_text(const Event& event, bool nested) {
                  },
                  [&](const ApprovalDecided& e) {
                    std::string line = indent;
-                   if (e.decision == "rejected") {
+                   if (e.decision == ApprovalVerdict::rejected) {
                      line += mark(styled, kYellow, "⊘") + " " + first_line(e.call.name, kPreviewChars) + " rejected";
                      if (!e.reason.empty()) line += ": " + first_line(e.reason, kErrorChars);
                    } else {
-                     line += mark(styled, kGreen, "✓") + " " + call_preview(e.call) + " " + e.decision;
+                     line += mark(styled, kGreen, "✓") + " " + call_preview(e.call) + " " + std::string(to_string(e.decision));
                    }
                    status(line, {}, {});
                  },
@@ -387,7 +415,7 @@ void Terminal::outcome(const RunResult& result, const std::string& resume_comman
     }
     default:
       note("run " + result.state.run_id + " stopped (" + std::string(to_string(result.stop_reason)) + ")" +
-           (result.error.empty() ? "" : ": " + result.error));
+           (result.failure ? ": " + result.failure->message + " [" + std::string(to_string(result.failure->code)) + "]" : ""));
       break;
   }
   std::fflush(out_);

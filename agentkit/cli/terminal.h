@@ -16,17 +16,28 @@
 
 namespace agentkit::cli {
 
-// The CLI's exit codes; a run's stop reason maps onto them (exit_code()).
+// The CLI's exit codes (the README's table). A run's stop reason picks the
+// first few; a failed run's ErrorCode picks its class (exit_code()).
 enum class Exit : int {
   answered = 0,
-  failed = 1,
-  usage = 2,  // bad arguments, an invalid definition, or a run that could not start
+  failed = 1,  // internal, unimplemented, outcome_unknown, or an exception that is not an agentkit::Error
+  usage = 2,   // bad arguments, an invalid definition, or a run that could not start or resume
   suspended = 3,
   max_iterations = 4,
-  budget_exhausted = 5,
-  cancelled = 6,
+  budget_exhausted = 5,  // also a failure with ErrorCode::budget_exhausted
+  cancelled = 6,         // also a failure with ErrorCode::cancelled
+  unauthenticated = 7,   // unauthenticated, permission_denied: fix the key or the policy
+  rate_limited = 8,      // rate_limited, quota_exceeded, overloaded: back off, or raise the quota
+  unavailable = 9,       // unavailable, timeout: the provider or a peer is down or slow; retry later
+  protocol = 10,         // protocol, truncated: a reply that was not what it claimed
+  rejected = 11,         // invalid_argument, not_found, already_exists: the provider or a tool refused the request
+  state = 12,            // aborted, data_loss: another process took the run over, or its state is unreadable
 };
-Exit exit_code(StopReason reason) noexcept;
+// The exit code of an error of class `code`.
+Exit exit_code(ErrorCode code) noexcept;
+// The exit code of a finished run: answered, suspended and max_iterations
+// by their stop reason, any other by its failure's code.
+Exit exit_code(const RunResult& result) noexcept;
 
 // An event as one JSON object: {"type": "tool_call_started", ...fields}.
 // `nested` marks events of a sub-agent's run.
@@ -37,7 +48,10 @@ std::string call_preview(const ToolCall& call);
 
 // A run's outcome as the final JSON line: {"type": "result", "run_id",
 // "stop_reason", "exit_code", "output", "error", "iterations", "usage",
-// "pending": [{"id", "name", "arguments"}], "resume"}.
+// "pending": [{"id", "name", "arguments"}], "resume"}, plus, for a run
+// that stopped early, "error_code" (to_string(ErrorCode)) and, when a
+// provider failed it, "failure": {"model", "http_status", "retryable",
+// "retry_after_ms"} (each only when known).
 Json result_json(const RunResult& result, const std::string& resume_command);
 
 // Renders one run for the terminal or for a program.

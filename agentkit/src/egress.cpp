@@ -159,7 +159,7 @@ EgressRule normalised(EgressRule rule) {
     rule.host = wildcard ? "*." + host : host;
     if (rule.port && *rule.port == 0) throw UrlError("port 0 is out of range (1..65535)");
   } catch (const UrlError& e) {
-    throw std::invalid_argument(std::string("egress rule for host '") + rule.host + "' is invalid: " + e.what());
+    throw Error(ErrorCode::invalid_argument, std::string("egress rule for host '") + rule.host + "' is invalid: " + e.what());
   }
   return rule;
 }
@@ -206,12 +206,12 @@ Url parse_url(std::string_view text) {
 EgressRule EgressRule::parse(std::string_view text) {
   const auto scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) {
-    throw std::invalid_argument("egress rule '" + std::string(text) + "' must look like scheme://host[:port]");
+    throw Error(ErrorCode::invalid_argument, "egress rule '" + std::string(text) + "' must look like scheme://host[:port]");
   }
   std::string_view authority = text.substr(scheme_end + 3);
   if (!authority.empty() && authority.back() == '/') authority.remove_suffix(1);
   if (authority.find_first_of("/?#@") != std::string_view::npos) {
-    throw std::invalid_argument("egress rule '" + std::string(text) +
+    throw Error(ErrorCode::invalid_argument, "egress rule '" + std::string(text) +
                                 "' must be an origin only (no path, query or credentials)");
   }
   EgressRule rule;
@@ -222,7 +222,7 @@ EgressRule EgressRule::parse(std::string_view text) {
                                               close != std::string_view::npos) {
     host = authority.substr(0, close + 1);
     if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':') throw std::invalid_argument("egress rule '" + std::string(text) + "' is invalid");
+      if (authority[close + 1] != ':') throw Error(ErrorCode::invalid_argument, "egress rule '" + std::string(text) + "' is invalid");
       port = authority.substr(close + 2);
     }
   } else if (const auto colon = authority.rfind(':'); colon != std::string_view::npos) {
@@ -234,7 +234,7 @@ EgressRule EgressRule::parse(std::string_view text) {
     try {
       rule.port = parse_port(port);
     } catch (const UrlError& e) {
-      throw std::invalid_argument("egress rule '" + std::string(text) + "' is invalid: " + e.what());
+      throw Error(ErrorCode::invalid_argument, "egress rule '" + std::string(text) + "' is invalid: " + e.what());
     }
   }
   return normalised(std::move(rule));
@@ -278,7 +278,7 @@ EgressAllowlist EgressAllowlist::within(std::shared_ptr<const EgressAllowlist> o
   return narrowed;
 }
 
-EgressDenied::EgressDenied(std::string reason) : std::runtime_error("egress refused: " + reason), reason_(std::move(reason)) {}
+EgressDenied::EgressDenied(std::string reason) : Error(ErrorCode::permission_denied, "egress refused: " + reason), reason_(std::move(reason)) {}
 
 void check_egress(const RunContext& ctx, std::string_view url) {
   if (!ctx.egress) return;
@@ -286,7 +286,7 @@ void check_egress(const RunContext& ctx, std::string_view url) {
 }
 
 Middleware egress_allowlist(std::shared_ptr<const EgressAllowlist> allowlist) {
-  if (!allowlist) throw std::invalid_argument("egress_allowlist(): the allowlist must not be null");
+  if (!allowlist) throw Error(ErrorCode::invalid_argument, "egress_allowlist(): the allowlist must not be null");
   return [allowlist = std::move(allowlist)](const ToolRequest& req, RunContext& ctx, const Next& next) {
     const auto refused = [&](const std::string& reason) {
       return ToolResult::denied("call to tool '" + req.name + "' refused by the egress allowlist: " + reason);

@@ -35,7 +35,7 @@ std::string quoted_list(const std::vector<std::string>& names) {
 ToolArgumentError::ToolArgumentError(std::string tool, std::vector<std::string> missing,
                                      std::vector<std::string> unexpected, std::vector<Invalid> invalid,
                                      std::vector<std::string> accepted)
-    : std::invalid_argument(argument_message(tool, missing, unexpected, invalid, accepted)),
+    : Error(ErrorCode::invalid_argument, argument_message(tool, missing, unexpected, invalid, accepted)),
       tool_(std::move(tool)),
       missing_(std::move(missing)),
       unexpected_(std::move(unexpected)),
@@ -43,7 +43,7 @@ ToolArgumentError::ToolArgumentError(std::string tool, std::vector<std::string> 
       accepted_(std::move(accepted)) {}
 
 ToolShapeError::ToolShapeError(std::string tool, Json raw, std::string expected, std::string detail)
-    : std::runtime_error("tool '" + tool + "' returned value not matching schema '" + expected + "'"),
+    : Error(ErrorCode::protocol, "tool '" + tool + "' returned value not matching schema '" + expected + "'"),
       tool_(std::move(tool)),
       raw_(std::move(raw)),
       expected_(std::move(expected)),

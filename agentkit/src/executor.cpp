@@ -1,5 +1,7 @@
 #include <agentkit/executor.h>
 
+#include <agentkit/error.h>
+
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -9,7 +11,7 @@
 namespace agentkit {
 
 ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads) {
-  if (threads == 0) throw std::invalid_argument("ThreadPoolExecutor: needs at least one thread");
+  if (threads == 0) throw Error(ErrorCode::invalid_argument, "ThreadPoolExecutor: needs at least one thread");
   auto work_loop = [this] {
     for (;;) {
       std::function<void()> work;
@@ -58,7 +60,7 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
 }
 
 void ThreadPoolExecutor::submit(std::function<void()> work) {
-  if (!work) throw std::invalid_argument("ThreadPoolExecutor::submit: empty work");
+  if (!work) throw Error(ErrorCode::invalid_argument, "ThreadPoolExecutor::submit: empty work");
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(work));

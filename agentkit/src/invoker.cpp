@@ -15,22 +15,6 @@ std::string ToolResult::model_text() const {
   return canonical_dump(value);
 }
 
-std::string_view to_string(ToolResult::Status status) noexcept {
-  switch (status) {
-    case ToolResult::Status::ok:
-      return "ok";
-    case ToolResult::Status::error:
-      return "error";
-    case ToolResult::Status::denied:
-      return "denied";
-    case ToolResult::Status::awaiting_approval:
-      return "awaiting_approval";
-    case ToolResult::Status::outcome_unknown:
-      return "outcome_unknown";
-  }
-  return "unknown";
-}
-
 std::string failure_text(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
@@ -139,7 +123,7 @@ Invoker::Invoker(std::vector<Middleware> chain) : chain_(std::move(chain)) {
   nexts_.resize(chain_.size() + 1);
   nexts_.back() = run_tool;
   for (std::size_t i = chain_.size(); i-- > 0;) {
-    if (!chain_[i]) throw std::invalid_argument("Invoker: middleware #" + std::to_string(i) + " is empty");
+    if (!chain_[i]) throw Error(ErrorCode::invalid_argument, "Invoker: middleware #" + std::to_string(i) + " is empty");
     auto layer = std::make_shared<const Middleware>(chain_[i]);
     auto rest = std::make_shared<const Next>(nexts_[i + 1]);
     nexts_[i] = [layer, rest](const ToolRequest& request, RunContext& ctx) { return (*layer)(request, ctx, *rest); };

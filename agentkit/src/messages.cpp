@@ -2,21 +2,17 @@
 
 #include <stdexcept>
 
+#include <agentkit/detail/enum_table.h>
+
 namespace agentkit {
 
-std::string_view to_string(Role role) noexcept {
-  switch (role) {
-    case Role::system:
-      return "system";
-    case Role::user:
-      return "user";
-    case Role::assistant:
-      return "assistant";
-    case Role::tool:
-      return "tool";
-  }
-  return "user";
-}
+namespace {
+constexpr EnumValue<Role> kRoles[] = {
+    {Role::system, "system"}, {Role::user, "user"}, {Role::assistant, "assistant"}, {Role::tool, "tool"}};
+}  // namespace
+
+std::string_view to_string(Role role) noexcept { return detail::enum_text(kRoles, role, "user"); }
+std::optional<Role> role_from_string(std::string_view name) noexcept { return detail::enum_parse(kRoles, name); }
 
 Json to_json(const ToolCall& call) {
   Json j = {{"id", call.id}, {"name", call.name}, {"arguments", call.arguments}};
@@ -44,7 +40,7 @@ Json to_json(const Usage& u) {
 }
 
 ToolCall tool_call_from_json(const Json& j) {
-  if (!j.is_object()) throw std::invalid_argument("tool call: expected an object");
+  if (!j.is_object()) throw Error(ErrorCode::invalid_argument, "tool call: expected an object");
   ToolCall c;
   c.id = j.at("id").get<std::string>();
   c.name = j.at("name").get<std::string>();
@@ -67,20 +63,12 @@ Message sanitize_utf8(Message m) {
 }
 
 Message message_from_json(const Json& j) {
-  if (!j.is_object()) throw std::invalid_argument("message: expected an object");
+  if (!j.is_object()) throw Error(ErrorCode::invalid_argument, "message: expected an object");
   Message m;
   const auto role = j.at("role").get<std::string>();
-  if (role == "system") {
-    m.role = Role::system;
-  } else if (role == "user") {
-    m.role = Role::user;
-  } else if (role == "assistant") {
-    m.role = Role::assistant;
-  } else if (role == "tool") {
-    m.role = Role::tool;
-  } else {
-    throw std::invalid_argument("message: unknown role '" + role + "'");
-  }
+  const auto parsed = role_from_string(role);
+  if (!parsed) throw Error(ErrorCode::invalid_argument, "message: unknown role '" + role + "'");
+  m.role = *parsed;
   m.content = j.value("content", std::string());
   if (j.contains("tool_calls")) {
     for (const auto& c : j.at("tool_calls")) m.tool_calls.push_back(tool_call_from_json(c));
@@ -92,7 +80,7 @@ Message message_from_json(const Json& j) {
 }
 
 Usage usage_from_json(const Json& j) {
-  if (!j.is_object()) throw std::invalid_argument("usage: expected an object");
+  if (!j.is_object()) throw Error(ErrorCode::invalid_argument, "usage: expected an object");
   const auto count = [&](const char* key) -> std::int64_t {
     const auto it = j.find(key);
     return it == j.end() ? 0 : json_integer<std::int64_t>(*it, std::string("usage.") + key);

@@ -65,7 +65,7 @@ Middleware metering() {
 }
 
 Middleware egress(EgressPolicy policy) {
-  if (!policy) throw std::invalid_argument("egress(): the policy must not be empty");
+  if (!policy) throw Error(ErrorCode::invalid_argument, "egress(): the policy must not be empty");
   return [policy = std::move(policy)](const ToolRequest& req, RunContext& ctx, const Next& next) {
     if (auto reason = policy(req)) {
       return ToolResult::denied("call to tool '" + req.name + "' refused by egress policy: " + *reason);
@@ -86,7 +86,7 @@ EgressPolicy deny_tools(std::vector<std::string> names, std::vector<std::string>
 }
 
 Middleware audit(std::function<void(const AuditRecord&)> sink) {
-  if (!sink) throw std::invalid_argument("audit(): the sink must not be empty");
+  if (!sink) throw Error(ErrorCode::invalid_argument, "audit(): the sink must not be empty");
   return [sink = std::move(sink)](const ToolRequest& req, RunContext& ctx, const Next& next) {
     auto record = [&](std::string outcome, std::string text) {
       sink(AuditRecord{.correlation_id = ctx.correlation_id,

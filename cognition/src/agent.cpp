@@ -11,6 +11,7 @@
 #include <agentkit/cognition/react.h>
 #include <agentkit/errors.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/detail/enum_table.h>
 #include <agentkit/json.h>
 #include <agentkit/session.h>
 #include <agentkit/state/ledger.h>
@@ -19,33 +20,29 @@
 namespace agentkit {
 namespace {
 
-constexpr std::pair<StopReason, std::string_view> kStopReasons[] = {
-    {StopReason::answered, "answered"},     {StopReason::suspended, "suspended"},
-    {StopReason::max_iterations, "max_iterations"}, {StopReason::budget_exhausted, "budget_exhausted"},
-    {StopReason::cancelled, "cancelled"},   {StopReason::failed, "failed"}};
-
-constexpr std::pair<Phase, std::string_view> kPhases[] = {
+constexpr EnumValue<Phase> kPhases[] = {
     {Phase::ask_model, "ask_model"}, {Phase::act, "act"}, {Phase::suspended, "suspended"}, {Phase::done, "done"}};
 
-template <class E, std::size_t N>
-E parse_enum(const std::pair<E, std::string_view> (&table)[N], const std::string& text, const char* what) {
-  for (const auto& [value, name] : table) {
-    if (name == text) return value;
-  }
-  throw std::invalid_argument(std::string("run state: unknown ") + what + " '" + text + "'");
+template <class E>
+E parse_enum(std::optional<E> value, const std::string& text, const char* what) {
+  if (!value) throw Error(ErrorCode::invalid_argument, std::string("run state: unknown ") + what + " '" + text + "'");
+  return *value;
 }
 
-template <class E, std::size_t N>
-std::string_view enum_name(const std::pair<E, std::string_view> (&table)[N], E value) {
-  for (const auto& [v, name] : table) {
-    if (v == value) return name;
+// The code a stop reason implies when nothing more specific is known (a
+// document written before codes were).
+ErrorCode default_code(StopReason reason) noexcept {
+  switch (reason) {
+    case StopReason::budget_exhausted:
+    case StopReason::max_iterations: return ErrorCode::budget_exhausted;
+    case StopReason::cancelled: return ErrorCode::cancelled;
+    default: return ErrorCode::internal;
   }
-  return "unknown";
 }
 
 }  // namespace
 
-std::string_view to_string(StopReason reason) noexcept { return enum_name(kStopReasons, reason); }
+std::string_view to_string(Phase phase) noexcept { return detail::enum_text(kPhases, phase); }
 
 std::vector<ToolCall> RunState::pending_calls() const {
   std::vector<ToolCall> calls;
@@ -69,13 +66,13 @@ Json document(const RunState& s, Json history_json) {
   for (const auto& c : s.batch) batch_json.push_back(agentkit::to_json(c));
   Json outcomes_json = Json::array();
   for (const auto& o : s.outcomes) {
-    outcomes_json.push_back(o ? Json{{"text", o->text}, {"is_error", o->is_error}, {"outcome", o->outcome}} : Json());
+    outcomes_json.push_back(o ? Json{{"text", o->text}, {"is_error", o->is_error}, {"outcome", to_string(o->outcome)}} : Json());
   }
   Json doc = {{"version", RunState::kVersion},
                {"run_id", s.run_id},
                {"agent", s.agent},
                {"task", s.task},
-               {"phase", enum_name(kPhases, s.phase)},
+               {"phase", to_string(s.phase)},
                {"history", std::move(history_json)},
                {"iterations", s.iterations},
                {"tool_calls", s.tool_calls},
@@ -89,10 +86,18 @@ Json document(const RunState& s, Json history_json) {
                {"session", s.session},
                {"session_base", s.session_base},
                {"usage", agentkit::to_json(s.usage)},
-               {"stop_reason", enum_name(kStopReasons, s.stop_reason)},
+               {"stop_reason", to_string(s.stop_reason)},
                {"output", s.output},
-               {"error", s.error}};
-  if (!s.error_code.empty()) doc["error_code"] = s.error_code;
+               {"error", s.failure ? s.failure->message : std::string()}};
+  if (const auto& f = s.failure) {
+    doc["error_code"] = to_string(f->code);
+    Json details = Json::object();
+    if (!f->model.empty()) details["model"] = f->model;
+    if (f->http_status != 0) details["http_status"] = f->http_status;
+    if (f->retryable) details["retryable"] = true;
+    if (f->retry_after) details["retry_after_ms"] = f->retry_after->count();
+    if (!details.empty()) doc["failure"] = std::move(details);
+  }
   return doc;
 }
 
@@ -108,25 +113,26 @@ Json RunState::to_json() const {
 
 RunState RunState::from_json(const Json& j) {
   try {
-    if (!j.is_object()) throw std::invalid_argument("run state: expected an object");
+    if (!j.is_object()) throw Error(ErrorCode::invalid_argument, "run state: expected an object");
     const int version = json_integer<int>(j.at("version"), "run state: version");
-    if (version < 1) throw std::invalid_argument("run state: version " + std::to_string(version) + " is not valid");
+    if (version < 1) throw Error(ErrorCode::invalid_argument, "run state: version " + std::to_string(version) + " is not valid");
     if (version > kVersion) {
-      throw std::invalid_argument("run state: version " + std::to_string(version) +
+      throw Error(ErrorCode::invalid_argument, "run state: version " + std::to_string(version) +
                                   " was written by a newer agentkit (this one reads up to " +
                                   std::to_string(kVersion) + ")");
     }
     // A count: an int in range (never a float cast into one), not negative.
     const auto count = [&](const char* key) {
       const int n = json_integer<int>(j.at(key), std::string("run state: ") + key);
-      if (n < 0) throw std::invalid_argument(std::string("run state: ") + key + " is negative");
+      if (n < 0) throw Error(ErrorCode::invalid_argument, std::string("run state: ") + key + " is negative");
       return n;
     };
     RunState s;
     s.run_id = j.at("run_id").get<std::string>();
     s.agent = j.at("agent").get<std::string>();
     s.task = j.at("task").get<std::string>();
-    s.phase = parse_enum(kPhases, j.at("phase").get<std::string>(), "phase");
+    const auto phase = j.at("phase").get<std::string>();
+    s.phase = parse_enum(detail::enum_parse(kPhases, phase), phase, "phase");
     for (const auto& m : j.at("history")) s.history.push_back(message_from_json(m));
     s.iterations = count("iterations");
     s.repairs = count("repairs");
@@ -135,11 +141,12 @@ RunState RunState::from_json(const Json& j) {
       if (o.is_null()) {
         s.outcomes.emplace_back();
       } else {
+        const auto outcome = o.at("outcome").get<std::string>();
         s.outcomes.push_back(CallOutcome{o.at("text").get<std::string>(), o.at("is_error").get<bool>(),
-                                         o.at("outcome").get<std::string>()});
+                                         parse_enum(call_status_from_string(outcome), outcome, "call outcome")});
       }
     }
-    if (s.outcomes.size() != s.batch.size()) throw std::invalid_argument("run state: outcomes do not match the batch");
+    if (s.outcomes.size() != s.batch.size()) throw Error(ErrorCode::invalid_argument, "run state: outcomes do not match the batch");
     s.pending = j.at("pending").get<std::vector<std::string>>();
     if (version >= 2) {
       s.approved = j.at("approved").get<std::vector<std::string>>();
@@ -147,7 +154,7 @@ RunState RunState::from_json(const Json& j) {
       s.session = j.at("session").get<std::string>();
       s.session_base = json_integer<int>(j.at("session_base"), "run state: session_base");
       if (s.session_base < 0 || static_cast<std::size_t>(s.session_base) > s.history.size()) {
-        throw std::invalid_argument("run state: session_base is out of range");
+        throw Error(ErrorCode::invalid_argument, "run state: session_base is out of range");
       }
     }
     if (version >= 3) {
@@ -155,14 +162,36 @@ RunState RunState::from_json(const Json& j) {
       s.cost_usd = j.at("cost_usd").get<double>();
     }
     s.usage = usage_from_json(j.at("usage"));
-    s.stop_reason = parse_enum(kStopReasons, j.at("stop_reason").get<std::string>(), "stop reason");
+    const auto stop_reason = j.at("stop_reason").get<std::string>();
+    s.stop_reason = parse_enum(stop_reason_from_string(stop_reason), stop_reason, "stop reason");
     s.output = j.at("output").get<std::string>();
-    s.error = j.at("error").get<std::string>();
     s.signature = j.value("signature", std::string());
-    if (auto code = j.find("error_code"); code != j.end()) s.error_code = code->get<std::string>();
+    auto error = j.at("error").get<std::string>();
+    const auto code = j.find("error_code");
+    if (s.stop_reason != StopReason::answered && s.stop_reason != StopReason::suspended) {
+      Failure f{.code = default_code(s.stop_reason), .message = std::move(error)};
+      if (code != j.end()) {
+        // v3 wrote the providers' own names for two codes.
+        const auto name = code->get<std::string>();
+        const auto legacy = name == "invalid" ? std::optional(ErrorCode::invalid_argument)
+                            : name == "permission" ? std::optional(ErrorCode::permission_denied)
+                                                   : error_code_from_string(name);
+        f.code = parse_enum(legacy, name, "error code");
+      }
+      if (auto details = j.find("failure"); details != j.end()) {
+        f.model = details->value("model", std::string());
+        f.http_status = json_integer<int>(details->value("http_status", Json(0)), "run state: failure.http_status");
+        f.retryable = details->value("retryable", false);
+        if (details->contains("retry_after_ms")) {
+          f.retry_after = std::chrono::milliseconds(
+              json_integer<std::int64_t>(details->at("retry_after_ms"), "run state: failure.retry_after_ms"));
+        }
+      }
+      s.failure = std::move(f);
+    }
     return s;
   } catch (const Json::exception& e) {
-    throw std::invalid_argument(std::string("run state: malformed document: ") + e.what());
+    throw Error(ErrorCode::invalid_argument, std::string("run state: malformed document: ") + e.what());
   }
 }
 
@@ -250,7 +279,9 @@ StoredRun read_run(state::Store& store, const Scope& scope, std::string_view run
     }
     run.state = RunState::from_json(doc);
     return run;
-  } catch (const std::invalid_argument& e) {
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const Error& e) {
     throw unreadable(e.what());
   } catch (const Json::exception& e) {
     throw unreadable(e.what());
@@ -263,7 +294,7 @@ std::optional<StoredRun> read_run(state::Store& store, const Scope& scope, std::
   return read_run(store, scope, run_id, *entry);
 }
 
-std::string phase_name(Phase phase) { return std::string(enum_name(kPhases, phase)); }
+std::string phase_name(Phase phase) { return std::string(to_string(phase)); }
 
 // A run that is already suspended or over, handed back as it stands.
 class SettledDriver final : public RunHandle::Driver {
@@ -271,7 +302,7 @@ class SettledDriver final : public RunHandle::Driver {
   explicit SettledDriver(RunState state) {
     result_.stop_reason = state.stop_reason;
     result_.output = state.output;
-    result_.error = state.error;
+    result_.failure = state.failure;
     result_.usage = state.usage;
     result_.iterations = state.iterations;
     if (state.phase == Phase::suspended) result_.suspended = Suspended{.pending = state.pending_calls()};
@@ -289,7 +320,7 @@ class SettledDriver final : public RunHandle::Driver {
 };
 
 state::Store& store_of(const RunContext& ctx, const char* what) {
-  if (!ctx.store) throw std::invalid_argument(std::string(what) + " needs a store on the context (ctx.store)");
+  if (!ctx.store) throw Error(ErrorCode::invalid_argument, std::string(what) + " needs a store on the context (ctx.store)");
   return *ctx.store;
 }
 
@@ -299,7 +330,7 @@ constexpr std::string_view kSignatureScheme = "hmac-sha256:";
 
 void check_state_key(const RunContext& ctx) {
   if (!ctx.state_key.empty() && ctx.state_key.size() < RunContext::kMinStateKeyBytes) {
-    throw std::invalid_argument("ctx.state_key is " + std::to_string(ctx.state_key.size()) +
+    throw Error(ErrorCode::invalid_argument, "ctx.state_key is " + std::to_string(ctx.state_key.size()) +
                                 " bytes; a state key needs at least " +
                                 std::to_string(RunContext::kMinStateKeyBytes) + " random bytes");
   }
@@ -558,7 +589,7 @@ RunResult Agent::run(std::string task, RunContext& ctx, RunOptions options) cons
 RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& ctx) const {
   check_state_key(ctx);
   if (state.phase != Phase::suspended) {
-    throw std::invalid_argument("resume: run '" + state.run_id + "' is not suspended (phase " +
+    throw Error(ErrorCode::invalid_argument, "resume: run '" + state.run_id + "' is not suspended (phase " +
                                 phase_name(state.phase) + ")");
   }
   if (!ctx.store) {
@@ -624,7 +655,7 @@ std::string render_result(const RunResult& result) {
   }
   if (!result.output.empty()) return result.output;
   return "sub-run ended: " + std::string(to_string(result.stop_reason)) +
-         (result.error.empty() ? "" : " (" + result.error + ")");
+         (result.failure ? " (" + result.failure->message + ")" : "");
 }
 
 ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
@@ -653,8 +684,8 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
           result = agent->run(task, child);
         }
         if (result.stop_reason == StopReason::suspended) {
-          throw std::runtime_error("sub-agent '" + agent->name() +
-                                   "' suspended awaiting approval; approve its calls in its own run");
+          throw Error(ErrorCode::unimplemented, "sub-agent '" + agent->name() +
+                                                    "' suspended awaiting approval; approve its calls in its own run");
         }
         return render(result);
       });

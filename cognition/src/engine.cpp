@@ -133,11 +133,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (ctx_.models) {
       try {
         model_ = ctx_.models(agent_.model());
-      } catch (const std::exception& e) {
-        model_error_ = e.what();
+      } catch (...) {
+        model_error_ = failure_of(std::current_exception());
       }
     }
-    error_code_ = st_.error_code;  // a finished run comes back as it ended
     if (st_.phase == Phase::suspended) apply_decisions(decisions);
     claim();
   }
@@ -182,7 +181,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       case Phase::suspended:
         return finish(StopReason::suspended, {});
       case Phase::done:
-        return finish(st_.stop_reason, st_.error);
+        // A finished run comes back as it ended.
+        cause_ = st_.failure;
+        return finish(st_.stop_reason, st_.failure ? st_.failure->message : std::string());
     }
   }
 
@@ -205,6 +206,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         st_.history.push_back(std::move(next.message));
         return finish(StopReason::answered, {});
       case Next::Kind::stop:
+        if (next.reason == StopReason::failed) cause_ = Failure{.code = next.code};
         return finish(next.reason, std::move(next.why));
     }
   }
@@ -226,8 +228,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     try {
       if (checkpoint_->save(st_)) return;
       problem = "run '" + st_.run_id + "' was taken over by another process; this one stopped advancing it";
+      cause_ = Failure{.code = ErrorCode::aborted};
     } catch (const std::exception& e) {
       problem = std::string("checkpoint failed: ") + e.what();
+      cause_ = failure_of(std::current_exception());
     }
     checkpoint_.reset();  // nothing more is written by this driver
     finish(StopReason::failed, problem);
@@ -275,10 +279,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   void ask_model() {
     if (!model_) {
-      return finish(StopReason::failed, !model_error_.empty() ? model_error_
-                                                               : "no model for '" + agent_.model() +
-                                                                     "': the context has no model resolver or it "
-                                                                     "returned null");
+      cause_ = model_error_.value_or(Failure{.code = ErrorCode::not_found});
+      return finish(StopReason::failed, model_error_ ? model_error_->message
+                                                     : "no model for '" + agent_.model() +
+                                                           "': the context has no model resolver or it "
+                                                           "returned null");
     }
     if (auto why = ctx_.budget->exhausted()) return finish(StopReason::budget_exhausted, *why);
     if (st_.iterations >= agent_.options().max_iterations) {
@@ -351,20 +356,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (busy()) return;
     auto slot = std::exchange(model_slot_, nullptr);
     if (slot->error) {
-      std::string why;
+      cause_ = failure_of(slot->error);
+      cause_->model = agent_.model();
       try {
         std::rethrow_exception(slot->error);
       } catch (const ModelError& e) {
-        // A failed call may still have spent tokens (a stream cut short).
-        why = e.what();
-        error_code_ = e.error_code();
-        charge(e.usage());
-      } catch (const std::exception& e) {
-        why = e.what();
+        charge(e.usage());  // a failed call may still have spent tokens (a stream cut short)
       } catch (...) {
-        why = "unknown error";
       }
-      return finish(StopReason::failed, "model call failed: " + why);
+      return finish(StopReason::failed, "model call failed: " + cause_->message);
     }
     ModelResponse& response = slot->response;
     ++st_.iterations;
@@ -428,7 +428,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       if (!problem.empty()) {
         ctx_.emit(ToolCallRefused{call, problem});
-        st_.outcomes[i] = CallOutcome{problem, true, "error"};
+        st_.outcomes[i] = CallOutcome{problem, true, CallStatus::error};
       }
     }
     st_.batch = message.tool_calls;
@@ -545,17 +545,16 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       const ToolCall& call = st_.batch[i];
       std::optional<ToolResult> r = settled_result(calls[k], stopping);
       if (!r) {
-        if (!stopping) st_.outcomes[i] = CallOutcome{"Not run: the call was cancelled before it started.", true, "interrupted"};
+        if (!stopping) st_.outcomes[i] = CallOutcome{"Not run: the call was cancelled before it started.", true, CallStatus::interrupted};
         continue;  // a stopping run says "Not run" for it below
       }
       if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
-      std::string status(to_string(r->status));
       std::string text = sanitize_utf8(r->model_text());
-      ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
+      ctx_.emit(ToolCallFinished{call.id, call.name, r->status, text, {}});
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
       } else {
-        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), std::move(status)};
+        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), r->status};
       }
     }
   }
@@ -597,13 +596,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (it == decisions.end() || it->second.kind == Decision::Kind::reject) {
         std::string text = "A human reviewer rejected the call to '" + call.name + "'; it did not run.";
         if (it != decisions.end() && !it->second.message.empty()) text += " Reason: " + it->second.message;
-        st_.outcomes[i] = CallOutcome{text, true, "denied"};
-        ctx_.emit(ApprovalDecided{call, "rejected", it == decisions.end() ? "" : it->second.message});
+        st_.outcomes[i] = CallOutcome{text, true, CallStatus::denied};
+        ctx_.emit(ApprovalDecided{call, ApprovalVerdict::rejected, it == decisions.end() ? "" : it->second.message});
         continue;
       }
       const bool edited = it->second.kind == Decision::Kind::edit;
       if (edited) edit_call(i, it->second.arguments);
-      ctx_.emit(ApprovalDecided{st_.batch[i], edited ? "edited" : "approved", {}});
+      ctx_.emit(ApprovalDecided{st_.batch[i], edited ? ApprovalVerdict::edited : ApprovalVerdict::approved, {}});
       st_.approved.push_back(id);
     }
     st_.pending.clear();
@@ -631,6 +630,23 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // ------------------------------------------------------------ end
 
+  // The failure a run stopping for `reason` carries: none for answered and
+  // suspended; for failed, the cause's code and details (internal when no
+  // cause was recorded); for the other early stops, the reason's own code.
+  static std::optional<Failure> failure_for(StopReason reason, std::string message, std::optional<Failure> cause) {
+    switch (reason) {
+      case StopReason::answered:
+      case StopReason::suspended: return std::nullopt;
+      case StopReason::failed: break;
+      case StopReason::budget_exhausted:
+      case StopReason::max_iterations: return Failure{.code = ErrorCode::budget_exhausted, .message = std::move(message)};
+      case StopReason::cancelled: return Failure{.code = ErrorCode::cancelled, .message = std::move(message)};
+    }
+    Failure f = cause.value_or(Failure{});
+    f.message = std::move(message);
+    return f;
+  }
+
   void finish(StopReason reason, std::string error) {
     if (done_) return;
     // Calls in flight: a finished one keeps its result, a started one is
@@ -646,14 +662,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       // A stop mid-batch: every call still gets a result, so the history
       // stays valid on the wire and nothing is re-run later.
       for (auto& outcome : st_.outcomes) {
-        if (!outcome) outcome = CallOutcome{"Not run: the run stopped (" + std::string(to_string(reason)) + ") before this call.", true, "interrupted"};
+        if (!outcome) outcome = CallOutcome{"Not run: the run stopped (" + std::string(to_string(reason)) + ") before this call.", true, CallStatus::interrupted};
       }
       append_results();
     }
     if (reason != StopReason::suspended) st_.phase = Phase::done;
     st_.stop_reason = reason;
-    st_.error = error;
-    st_.error_code = reason == StopReason::failed ? error_code_ : std::string();
+    st_.failure = failure_for(reason, std::move(error), std::exchange(cause_, std::nullopt));
     if (reason != StopReason::answered && st_.output.empty()) {
       for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
         if (it->role == Role::assistant && !it->content.empty()) {
@@ -665,8 +680,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     result_.stop_reason = reason;
     result_.output = st_.output;
     result_.structured = structured_;
-    result_.error = std::move(error);
-    result_.error_code = st_.error_code;
+    result_.failure = st_.failure;
     result_.usage = ctx_.usage->total();  // this run's steps plus its sub-runs'
     if (parent_usage_) parent_usage_->add(result_.usage);
     result_.iterations = st_.iterations;
@@ -676,7 +690,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       result_.suspended = std::move(s);
     }
     persist_end(abandoned);
-    ctx_.emit(RunFinished{std::string(to_string(reason)), result_.output});
+    ctx_.emit(RunFinished{reason, result_.output});
     result_.state = std::move(st_);  // the driver is done with it; no second copy of the history
     done_ = true;
   }
@@ -688,8 +702,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   RunContext ctx_;
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
   std::shared_ptr<Model> model_;
-  std::string model_error_;  // why the resolver gave no model
-  std::string error_code_;   // the canonical code of the ModelError that failed the run
+  std::optional<Failure> model_error_;  // why the resolver gave no model
+  std::optional<Failure> cause_;        // what fails the run: its code and details (finish() adds the message)
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
   std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
@@ -708,7 +722,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 std::unique_ptr<RunHandle::Driver> Strategy::drive(const Agent& agent, RunState state, Decisions decisions,
                                                    RunContext ctx, std::unique_ptr<Checkpoint> checkpoint) const {
   if (&agent.cognition() != this) {
-    throw std::invalid_argument("Strategy::drive: agent '" + agent.name() +
+    throw Error(ErrorCode::invalid_argument, "Strategy::drive: agent '" + agent.name() +
                                 "' runs another cognition; runs are started by Agent");
   }
   return std::make_unique<Engine>(agent, std::move(state), std::move(decisions), std::move(ctx),

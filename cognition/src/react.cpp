@@ -38,19 +38,21 @@ Next react_answer(const StepContext& step, RunState& state, Message reply) {
                                         output->type_name + ": " + problems + ". Reply again with only JSON matching " +
                                         output->schema.dump()));
   if (++state.repairs > options.max_repairs) {
-    return Next::stop(StopReason::failed, "the final answer did not match " + output->type_name + ": " + problems);
+    return Next::stop(StopReason::failed, "the final answer did not match " + output->type_name + ": " + problems,
+                      ErrorCode::protocol);
   }
   return Next::ask();
 }
 
 Next react_after_calls(const StepContext& step, RunState& state) {
   bool bad_call = false;
-  for (const auto& outcome : state.outcomes) bad_call = bad_call || (outcome && outcome->outcome == "error");
+  for (const auto& outcome : state.outcomes) bad_call = bad_call || (outcome && outcome->outcome == CallStatus::error);
   state.repairs = bad_call ? state.repairs + 1 : 0;
   const int max_repairs = step.agent.options().max_repairs;
   if (state.repairs > max_repairs) {
     return Next::stop(StopReason::failed, "the model made bad tool calls in " + std::to_string(state.repairs) +
-                                              " consecutive turns (max_repairs " + std::to_string(max_repairs) + ")");
+                                              " consecutive turns (max_repairs " + std::to_string(max_repairs) + ")",
+                      ErrorCode::protocol);
   }
   return Next::ask();
 }

@@ -25,10 +25,10 @@ Json parse_session(std::string_view session, const std::string& text) {
   try {
     Json doc = Json::parse(text);
     messages_of(doc);  // validates
-    if (!doc.at("runs").is_array()) throw std::invalid_argument("runs is not an array");
+    if (!doc.at("runs").is_array()) throw Error(ErrorCode::invalid_argument, "runs is not an array");
     return doc;
   } catch (const std::exception& e) {
-    throw std::runtime_error("session '" + std::string(session) + "' is unreadable: " + e.what());
+    throw Error(ErrorCode::data_loss, "session '" + std::string(session) + "' is unreadable: " + e.what());
   }
 }
 
@@ -73,7 +73,7 @@ void append_to_session(state::Store& store, const Scope& scope, const RunState& 
     const std::string text = doc.dump(-1, ' ', false, Json::error_handler_t::replace);
     if (store.compare_and_set(key, entry ? entry->version : 0, text)) return;
   }
-  throw std::runtime_error("session '" + state.session + "': too many concurrent writers");
+  throw Error(ErrorCode::aborted, "session '" + state.session + "': too many concurrent writers");
 }
 
 HistoryPolicy keep_last_turns(std::size_t turns) {
@@ -84,8 +84,8 @@ HistoryPolicy keep_last_turns(std::size_t turns) {
 }
 
 HistoryPolicy summarize_older(std::size_t turns, Summarizer summarize) {
-  if (turns == 0) throw std::invalid_argument("summarize_older: keep at least one turn");
-  if (!summarize) throw std::invalid_argument("summarize_older: the summarizer is empty");
+  if (turns == 0) throw Error(ErrorCode::invalid_argument, "summarize_older: keep at least one turn");
+  if (!summarize) throw Error(ErrorCode::invalid_argument, "summarize_older: the summarizer is empty");
   return [turns, summarize = std::move(summarize)](std::vector<Message> history) {
     const std::size_t start = turn_start(history, turns);
     if (start == 0) return history;

@@ -350,9 +350,9 @@ std::string available(const std::vector<Skill>& skills) {
 // ------------------------------------------------------------------ types
 
 SkillError::SkillError(fs::path file, int line, const std::string& problem)
-    : std::runtime_error(render_location(file, line, problem)), file_(std::move(file)), line_(line) {}
+    : Error(ErrorCode::invalid_argument, render_location(file, line, problem)), file_(std::move(file)), line_(line) {}
 
-SkillError::SkillError(const std::string& problem) : std::runtime_error(problem) {}
+SkillError::SkillError(const std::string& problem) : Error(ErrorCode::invalid_argument, problem) {}
 
 fs::path LoadedSkill::resource(std::string_view relative) const {
   const fs::path rel(relative);

@@ -25,8 +25,27 @@
 
 namespace agentkit::providers {
 
+namespace {
+
+ErrorCode mcp_error_code(McpError::Kind kind, int rpc_code) noexcept {
+  switch (kind) {
+    case McpError::Kind::rpc:
+      if (rpc_code == -32601) return ErrorCode::not_found;
+      if (rpc_code == -32600 || rpc_code == -32602) return ErrorCode::invalid_argument;
+      return ErrorCode::internal;
+    case McpError::Kind::timeout: return ErrorCode::timeout;
+    case McpError::Kind::cancelled: return ErrorCode::cancelled;
+    case McpError::Kind::disconnected:
+    case McpError::Kind::session_expired: return ErrorCode::unavailable;
+    case McpError::Kind::protocol: return ErrorCode::protocol;
+  }
+  return ErrorCode::internal;
+}
+
+}  // namespace
+
 McpError::McpError(Kind kind, std::string message, int code, Json data)
-    : std::runtime_error(std::move(message)), kind_(kind), code_(code), data_(std::move(data)) {}
+    : Error(mcp_error_code(kind, code), message), kind_(kind), rpc_code_(code), data_(std::move(data)) {}
 
 std::string_view to_string(McpError::Kind kind) noexcept {
   switch (kind) {
@@ -47,7 +66,7 @@ std::string_view to_string(McpError::Kind kind) noexcept {
 }
 
 McpToolError::McpToolError(std::string tool, const std::string& text, Json result)
-    : std::runtime_error(text.empty() ? "MCP tool '" + tool + "' reported an error without details" : text),
+    : Error(ErrorCode::internal, text.empty() ? "MCP tool '" + tool + "' reported an error without details" : text),
       tool_(std::move(tool)),
       result_(std::move(result)) {}
 
@@ -155,7 +174,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
         options_(std::move(options)),
         logger_(options_.logger ? options_.logger : spdlog::default_logger()),
         where_("MCP server '" + options_.server_name + "'") {
-    if (!transport_) throw std::invalid_argument("McpClient: the transport is null");
+    if (!transport_) throw Error(ErrorCode::invalid_argument, "McpClient: the transport is null");
     if (options_.roots) roots_ = *options_.roots;
   }
 
@@ -717,7 +736,7 @@ void McpSession::answer(const Json& request) {
   try {
     reply["result"] = handle_server_request(method, request.value("params", Json::object()));
   } catch (const McpError& e) {
-    reply["error"] = {{"code", e.kind() == McpError::Kind::rpc && e.code() != 0 ? e.code() : -32603}, {"message", e.what()}};
+    reply["error"] = {{"code", e.kind() == McpError::Kind::rpc && e.rpc_code() != 0 ? e.rpc_code() : -32603}, {"message", e.what()}};
   } catch (const std::exception& e) {
     reply["error"] = {{"code", -32603}, {"message", std::string("Internal error: ") + e.what()}};
   }

@@ -22,12 +22,12 @@ std::string env(const char* name) {
 // clear. The message never repeats the URL (it may carry credentials).
 void check_base_url(const std::string& url, const std::string& what) {
   if (url.find("://") == std::string::npos) {
-    throw std::invalid_argument(what + " is not usable: it must start with https:// (or http://)");
+    throw Error(ErrorCode::invalid_argument, what + " is not usable: it must start with https:// (or http://)");
   }
   try {
     parse_url(url);
   } catch (const UrlError& e) {
-    throw std::invalid_argument(what + " is not usable: " + e.what());
+    throw Error(ErrorCode::invalid_argument, what + " is not usable: " + e.what());
   }
 }
 
@@ -56,14 +56,14 @@ ModelTarget resolve_model(std::string_view spec, const ProviderSettings& setting
   }
   t.model = std::string(model);
   if (t.model.empty() || (t.provider != "openai" && t.provider != "anthropic")) {
-    throw std::invalid_argument("unknown model '" + std::string(named) + (from_spec ? "@..." : "") +
+    throw Error(ErrorCode::not_found, "unknown model '" + std::string(named) + (from_spec ? "@..." : "") +
                                 "': use openai/<model>, anthropic/<model> or <provider>/<model>@<base URL>");
   }
   const bool openai = t.provider == "openai";
   t.api_key_variable = openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
   t.api_key = openai ? settings.openai_api_key : settings.anthropic_api_key;
   if (from_spec) {
-    if (base_url.empty()) throw std::invalid_argument("model '" + std::string(named) + "@': the base URL is empty");
+    if (base_url.empty()) throw Error(ErrorCode::invalid_argument, "model '" + std::string(named) + "@': the base URL is empty");
     check_base_url(base_url, "model '" + std::string(named) + "': the base URL after '@'");
   } else {
     base_url = openai ? settings.openai_base_url : settings.anthropic_base_url;

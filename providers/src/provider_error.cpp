@@ -119,31 +119,6 @@ std::string excerpt(std::string_view s, std::size_t max) {
 
 }  // namespace
 
-std::string_view to_string(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::timeout: return "timeout";
-    case ErrorCode::unavailable: return "unavailable";
-    case ErrorCode::overloaded: return "overloaded";
-    case ErrorCode::rate_limited: return "rate_limited";
-    case ErrorCode::quota_exceeded: return "quota_exceeded";
-    case ErrorCode::invalid: return "invalid";
-    case ErrorCode::unauthenticated: return "unauthenticated";
-    case ErrorCode::permission: return "permission";
-    case ErrorCode::cancelled: return "cancelled";
-    case ErrorCode::protocol: return "protocol";
-    case ErrorCode::truncated: return "truncated";
-  }
-  return "unknown";
-}
-
-ProviderError::ProviderError(ErrorCode code, std::string message, int http_status, bool retryable,
-                             std::optional<std::chrono::milliseconds> retry_after, Usage usage)
-    : ModelError(to_string(code), message, usage),
-      code_(code),
-      http_status_(http_status),
-      retryable_(retryable),
-      retry_after_(retry_after) {}
-
 std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
     if (iequals(key, name)) return std::string_view(value);
@@ -193,7 +168,7 @@ ProviderError error_from_response(const HttpResponse& response) {
   } else if (status == 401) {
     code = ErrorCode::unauthenticated;
   } else if (status == 403) {
-    code = ErrorCode::permission;
+    code = ErrorCode::permission_denied;
   } else if (status == 408) {
     code = ErrorCode::timeout;
   } else if (status == 429) {
@@ -201,7 +176,7 @@ ProviderError error_from_response(const HttpResponse& response) {
   } else if (status >= 500) {
     code = ErrorCode::unavailable;
   } else if (status >= 400) {
-    code = ErrorCode::invalid;  // 400, 404, 409, 413, 422 and the other 4xx
+    code = ErrorCode::invalid_argument;  // 400, 404, 409, 413, 422 and the other 4xx
   }
 
   std::string message;
@@ -232,11 +207,11 @@ ErrorCode error_code_of(const ErrorBody& b) {
              b.type == "tokens") {
     mapped = ErrorCode::rate_limited;
   } else if (b.type == "invalid_request_error") {
-    mapped = ErrorCode::invalid;
+    mapped = ErrorCode::invalid_argument;
   } else if (b.type == "authentication_error") {
     mapped = ErrorCode::unauthenticated;
   } else if (b.type == "permission_error") {
-    mapped = ErrorCode::permission;
+    mapped = ErrorCode::permission_denied;
   }
   return mapped;
 }

@@ -174,11 +174,17 @@ void redact(Json& value, const std::vector<std::string>& secrets) {
   }
 }
 
-// Throws `Error` with `message`, secrets redacted.
-template <class Error = std::runtime_error>
-[[noreturn]] void fail(std::string message, const std::vector<std::string>& secrets) {
+// Throws `E` with `message`, secrets redacted (an agentkit::Error with
+// `code` when E is not named).
+template <class E = Error>
+[[noreturn]] void fail(std::string message, const std::vector<std::string>& secrets,
+                       ErrorCode code = ErrorCode::unavailable) {
   redact(message, secrets);
-  throw Error(message);
+  if constexpr (std::is_same_v<E, Error>) {
+    throw Error(code, message);
+  } else {
+    throw E(message);
+  }
 }
 
 // Reports a problem by throwing; never returns.
@@ -286,7 +292,7 @@ void erase_header(Headers& headers, std::string_view name) {
 void pause(milliseconds delay, const RunContext& ctx) {
   const auto until = Clock::now() + delay;
   while (Clock::now() < until) {
-    if (ctx.cancelled()) throw std::runtime_error("the call was cancelled while waiting to retry");
+    if (ctx.cancelled()) throw Error(ErrorCode::cancelled, "the call was cancelled while waiting to retry");
     std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPauseSlice));
   }
 }
@@ -414,7 +420,7 @@ Url follow_redirect(HttpRequest& request, const Url& from, int status, std::stri
   } catch (const UrlError& e) {
     fail(std::string("redirect to an invalid URL refused: ") + e.what(), secrets);
   }
-  if (from.scheme == "https" && next.scheme == "http") fail("redirect from https to http refused", secrets);
+  if (from.scheme == "https" && next.scheme == "http") fail("redirect from https to http refused", secrets, ErrorCode::permission_denied);
   if (!next.same_origin(from)) {
     for (const char* name : {"authorization", "proxy-authorization", "cookie"}) erase_header(request.headers, name);
     for (const auto& name : secret_headers) erase_header(request.headers, name);
@@ -565,8 +571,8 @@ RestTool::Prepared RestTool::prepare(const Json& arguments) const {
       }
       const char* env = std::getenv(piece.text.c_str());
       if (env == nullptr || *env == '\0') {
-        throw std::runtime_error("environment variable " + piece.text + " (used in header '" + name + "' of tool '" +
-                                 spec_.name + "') is not set");
+        throw Error(ErrorCode::invalid_argument, "environment variable " + piece.text + " (used in header '" + name +
+                                                     "' of tool '" + spec_.name + "') is not set");
       }
       resolved += env;
       secret = true;
@@ -650,8 +656,8 @@ Json RestTool::run(const Json& arguments, RunContext& ctx) const {
   RestResponse r = call(arguments, ctx);
   if (!r.ok()) {
     const std::string where = r.url.substr(0, r.url.find('?'));
-    throw std::runtime_error("HTTP " + std::to_string(r.status) + " from " + where + ": " +
-                             preview(r.output, kPreviewChars));
+    throw Error(ErrorCode::unavailable, "HTTP " + std::to_string(r.status) + " from " + where + ": " +
+                                            preview(r.output, kPreviewChars));
   }
   Json metadata = r.metadata();
   return Json{{"output", std::move(r.output)}, {"metadata", std::move(metadata)}};

@@ -239,7 +239,7 @@ struct AsyncRequest::State {
     for (const auto& [name, value] : request_.headers) {
       if ((name + value).find_first_of("\r\n") != std::string::npos) {
         curl_slist_free_all(headers_);
-        throw ProviderError(ErrorCode::invalid, "request header '" + name.substr(0, name.find_first_of("\r\n")) +
+        throw ProviderError(ErrorCode::invalid_argument, "request header '" + name.substr(0, name.find_first_of("\r\n")) +
                                                     "' contains a line break");
       }
       headers_ = curl_slist_append(headers_, (name + ": " + value).c_str());
@@ -433,7 +433,7 @@ struct AsyncRequest::State {
           break;
         case CURLE_URL_MALFORMAT:
         case CURLE_UNSUPPORTED_PROTOCOL:
-          error.emplace(ErrorCode::invalid, "bad request URL: " + detail);
+          error.emplace(ErrorCode::invalid_argument, "bad request URL: " + detail);
           break;
         default:
           error.emplace(ErrorCode::unavailable, "transfer failed: " + detail + where);

@@ -488,12 +488,12 @@ std::string section(const Files& files, const MemoryPath& path) {
 }  // namespace
 
 ToolPtr memory_tool(std::shared_ptr<Files> files) {
-  if (!files) throw std::invalid_argument("memory_tool: the Files backend must not be null");
+  if (!files) throw Error(ErrorCode::invalid_argument, "memory_tool: the Files backend must not be null");
   return std::make_shared<MemoryTool>(std::move(files));
 }
 
 FileMemory::FileMemory(std::shared_ptr<const Files> files) : files_(std::move(files)) {
-  if (!files_) throw std::invalid_argument("FileMemory: the Files backend must not be null");
+  if (!files_) throw Error(ErrorCode::invalid_argument, "FileMemory: the Files backend must not be null");
 }
 
 std::string FileMemory::render(std::size_t max_bytes) const {

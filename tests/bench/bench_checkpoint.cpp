@@ -57,7 +57,7 @@ double us_per_run(const agentkit::Agent& agent, const std::string& tool, int k, 
     samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
     if (result.stop_reason != agentkit::StopReason::answered) {
       std::fprintf(stderr, "unexpected stop: %s %s\n", std::string(to_string(result.stop_reason)).c_str(),
-                   result.error.c_str());
+                   (result.failure ? result.failure->message : std::string()).c_str());
       std::exit(1);
     }
   }

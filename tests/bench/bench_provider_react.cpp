@@ -62,7 +62,7 @@ int main() {
     auto result = agent.run("add", ctx);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
     if (result.stop_reason != agentkit::StopReason::answered) {
-      std::printf("run failed: %s\n", result.error.c_str());
+      std::printf("run failed: %s\n", (result.failure ? result.failure->message : std::string()).c_str());
       return 1;
     }
     per_iteration.push_back(us / (kIterations + 1));

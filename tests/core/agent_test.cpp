@@ -85,7 +85,7 @@ TEST_CASE("FakeLLM fails loudly, naming the call number, when the script runs ou
   auto ctx = make_test_ctx({.llm = llm});
   auto result = agent.run("How big is Porto?", ctx);
   CHECK(result.stop_reason == StopReason::failed);
-  CHECK_THAT(result.error, Catch::Contains("script exhausted at model call #2 (the script has 1 turns)"));
+  CHECK_THAT(result.failure.value().message, Catch::Contains("script exhausted at model call #2 (the script has 1 turns)"));
 }
 
 TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approval][spec]") {
@@ -138,7 +138,7 @@ TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approva
   }
   SECTION("resuming a run that is not suspended is refused") {
     auto resumed = agent.resume(restored, {{"c1", Decision::approve()}}, ctx);
-    CHECK_THROWS_AS(agent.resume(resumed.state, {}, ctx), std::invalid_argument);
+    CHECK_THROWS_AS(agent.resume(resumed.state, {}, ctx), agentkit::Error);
   }
 }
 
@@ -241,7 +241,7 @@ TEST_CASE("too many consecutive bad turns fail the run", "[agent][repair]") {
   auto ctx = make_test_ctx({.llm = llm});
   auto r = agent.run("go", ctx);
   CHECK(r.stop_reason == StopReason::failed);
-  CHECK_THAT(r.error, Catch::Contains("3 consecutive turns"));
+  CHECK_THAT(r.failure.value().message, Catch::Contains("3 consecutive turns"));
 }
 
 TEST_CASE("limits stop the run with the partial result", "[agent][limits]") {
@@ -266,7 +266,7 @@ TEST_CASE("limits stop the run with the partial result", "[agent][limits]") {
     auto ctx = make_test_ctx({.llm = llm, .budget = {.tool_calls = 2}});
     auto r = agent.run("go", ctx);
     CHECK(r.stop_reason == StopReason::budget_exhausted);
-    CHECK_THAT(r.error, Catch::Contains("tool_calls limit 2"));
+    CHECK_THAT(r.failure.value().message, Catch::Contains("tool_calls limit 2"));
     CHECK(runs == 1);
     const auto& history = r.state.history;
     REQUIRE(history.size() == 6);
@@ -328,7 +328,7 @@ TEST_CASE("a host advances a run with poll() and drains typed events", "[agent][
   bool saw_tool = false, saw_finish = false;
   for (const auto& e : events) {
     if (auto* f = std::get_if<agentkit::ToolCallFinished>(&e)) saw_tool = f->text == "545000";
-    if (auto* f = std::get_if<agentkit::RunFinished>(&e)) saw_finish = f->stop_reason == "answered";
+    if (auto* f = std::get_if<agentkit::RunFinished>(&e)) saw_finish = f->stop_reason == StopReason::answered;
   }
   CHECK(saw_tool);
   CHECK(saw_finish);
@@ -413,8 +413,8 @@ TEST_CASE("RunState refuses a newer version and malformed documents", "[agent][s
   Json j = s.to_json();
   j["version"] = 99;
   CHECK_THROWS_WITH(agentkit::RunState::from_json(j), Catch::Contains("newer agentkit"));
-  CHECK_THROWS_AS(agentkit::RunState::from_json(Json{{"version", 1}}), std::invalid_argument);
-  CHECK_THROWS_AS(agentkit::RunState::from_json(Json("x")), std::invalid_argument);
+  CHECK_THROWS_AS(agentkit::RunState::from_json(Json{{"version", 1}}), agentkit::Error);
+  CHECK_THROWS_AS(agentkit::RunState::from_json(Json("x")), agentkit::Error);
 }
 
 TEST_CASE("sanitize_utf8 replaces each ill-formed sequence as canonical_dump does", "[agent][utf8]") {
@@ -465,7 +465,7 @@ TEST_CASE("text that is not UTF-8 is replaced where it enters a run, and the run
   Agent agent("viewer", "fake", "You look at images.", react({read_image, mcp_fetch}));
   auto ctx = make_test_ctx({.llm = llm});  // with a store: every step is checkpointed
   auto r = agent.run("Describe scan.png", ctx, {.session = "chat"});
-  INFO(r.error);
+  INFO((r.failure ? r.failure->message : std::string()));
   REQUIRE(r.stop_reason == StopReason::answered);
   CHECK(r.output == "Done " + fffd);
   CHECK(paths == std::vector<std::string>{"scan" + fffd + ".png", "b" + fffd + fffd + ".png"});
@@ -525,7 +525,7 @@ TEST_CASE("a wall-time budget stops a run", "[agent][limits]") {
   auto ctx = make_test_ctx({.llm = llm, .budget = {.wall_time = std::chrono::milliseconds(50)}});
   auto r = agent.run("go", ctx);
   CHECK(r.stop_reason == StopReason::budget_exhausted);
-  CHECK_THAT(r.error, Catch::Contains("wall_time"));
+  CHECK_THAT(r.failure.value().message, Catch::Contains("wall_time"));
   CHECK(llm->calls() < 5);
 }
 
@@ -541,7 +541,8 @@ TEST_CASE("an agent with prices charges each model call's cost; a cost budget st
   auto ctx = make_test_ctx({.llm = llm, .budget = {.cost_usd = 0.01}});
   auto r = agent.run("go", ctx);
   CHECK(r.stop_reason == StopReason::budget_exhausted);
-  CHECK(r.error == "cost limit reached");
+  CHECK(r.failure.value().message == "cost limit reached");
+  CHECK(r.failure->code == agentkit::ErrorCode::budget_exhausted);
   CHECK(llm->calls() == 4);  // $0.0124 after the fourth call
   CHECK(ctx.budget->cost_usd() == Approx(0.0124));
   CHECK(r.state.cost_usd == Approx(0.0124));

@@ -192,7 +192,7 @@ TEST_CASE("a cancelled run records each call by what happened to it: finished, r
   SECTION("observers hear how each started call ended") {
     std::vector<std::pair<std::string, std::string>> finished;
     for (const auto& event : handle.drain_events()) {
-      if (auto* e = std::get_if<agentkit::ToolCallFinished>(&event)) finished.emplace_back(e->call_id, e->outcome);
+      if (auto* e = std::get_if<agentkit::ToolCallFinished>(&event)) finished.emplace_back(e->call_id, to_string(e->outcome));
     }
     CHECK(finished == std::vector<std::pair<std::string, std::string>>{{"c1", "ok"}, {"c2", "outcome_unknown"}});
   }

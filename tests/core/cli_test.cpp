@@ -759,12 +759,13 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     CHECK(r.err.find("cost limit reached") != std::string::npos);
     CHECK(model.requests().size() == 2);
   }
-  SECTION("failed: 1") {
+  SECTION("failed, the provider refused the request (404): 11") {
     model.enqueue(json_response({{"error", {{"message", "model not found"}, {"type", "invalid_request_error"}}}}, 404));
     const auto file = dir.write("a.yaml", agent_yaml(model));
     const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == 11);
     CHECK(r.err.find("stopped (failed)") != std::string::npos);
+    CHECK(r.err.find("[invalid_argument]") != std::string::npos);
   }
   SECTION("cancelled by SIGINT: 6") {
     WireServer::Response stall;
@@ -787,6 +788,68 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     CHECK(r.err.find("a.yaml:4: environment variable 'AGENTKIT_TEST_KEY' (api_key_env) is not set") !=
           std::string::npos);
     CHECK(model.requests().empty());
+  }
+}
+
+TEST_CASE("a failed run's exit code and --json result come from its error code", "[cli][exit]") {
+  TempDir dir;
+  WireServer model;
+  // An error reply the transport does not retry.
+  const auto refuse = [](int status, const Json& body) {
+    WireServer::Response r = json_response(body, status);
+    r.headers.emplace_back("x-should-retry", "false");
+    return r;
+  };
+  const auto run_json = [&](const WireServer::Response& reply) {
+    model.enqueue(reply);
+    const auto file = dir.write("a.yaml", agent_yaml(model));
+    const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--json", "--store", dir.store()});
+    const auto lines = json_lines(r.out);
+    REQUIRE(!lines.empty());
+    return std::pair{r, lines.back()};
+  };
+  struct Case {
+    int status;
+    Json body;
+    int exit_code;
+    std::string error_code;
+  };
+  for (const auto& c : std::vector<Case>{
+           {401, {{"error", {{"message", "bad key"}, {"type", "invalid_request_error"}}}}, 7, "unauthenticated"},
+           {403, {{"error", {{"message", "not allowed"}, {"type", "permission_error"}}}}, 7, "permission_denied"},
+           {429, {{"error", {{"message", "slow down"}, {"type", "rate_limit_error"}}}}, 8, "rate_limited"},
+           {429, {{"error", {{"message", "quota"}, {"type", "insufficient_quota"}, {"code", "insufficient_quota"}}}}, 8,
+            "quota_exceeded"},
+           {503, {{"error", {{"message", "down"}, {"type", "server_error"}}}}, 9, "unavailable"},
+           {400, {{"error", {{"message", "bad request"}, {"type", "invalid_request_error"}}}}, 11, "invalid_argument"},
+       }) {
+    CAPTURE(c.status, c.error_code);
+    const auto [r, result] = run_json(refuse(c.status, c.body));
+    CHECK(r.exit_code == c.exit_code);
+    CHECK(result["type"] == "result");
+    CHECK(result["stop_reason"] == "failed");
+    CHECK(result["exit_code"] == c.exit_code);
+    CHECK(result["error_code"] == c.error_code);
+    CHECK(result["failure"]["http_status"] == c.status);
+    CHECK_THAT(result["failure"]["model"].get<std::string>(), Catch::StartsWith("openai/gpt-test@" + model.base_url() + "/v1"));
+    CHECK(r.out.find(kApiKey) == std::string::npos);
+  }
+  SECTION("a reply that is not what it claims: 10 (protocol)") {
+    WireServer::Response html;
+    html.status = 200;
+    html.headers = {{"content-type", "text/html"}};
+    html.body = "<html>hello</html>";
+    const auto [r, result] = run_json(html);
+    CHECK(r.exit_code == 10);
+    CHECK(result["error_code"] == "protocol");
+  }
+  SECTION("a run that answers carries no error code") {
+    const auto [r, result] = run_json(json_response(
+        {{"choices", Json::array({Json{{"message", {{"role", "assistant"}, {"content", "hello"}}}, {"finish_reason", "stop"}}})},
+         {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}));
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(result.contains("error_code"));
+    CHECK_FALSE(result.contains("failure"));
   }
 }
 

@@ -194,8 +194,8 @@ TEST_CASE("Allowlist: malformed rules are refused at construction", "[egress]") 
   CHECK_THROWS_WITH(EgressRule::parse("ftp://files.example.com"), Catch::Contains("scheme 'ftp'"));
   CHECK_THROWS_WITH(EgressRule::parse("https://a.*.example.com"), Catch::Contains("invalid character"));
   CHECK_THROWS_WITH(EgressRule::parse("https://example.com:99999"), Catch::Contains("out of range"));
-  CHECK_THROWS_AS(EgressAllowlist({EgressRule{.scheme = "https", .host = ""}}), std::invalid_argument);
-  CHECK_THROWS_AS(EgressAllowlist({EgressRule{.scheme = "https", .host = "a.com", .port = 0}}), std::invalid_argument);
+  CHECK_THROWS_AS(EgressAllowlist({EgressRule{.scheme = "https", .host = ""}}), agentkit::Error);
+  CHECK_THROWS_AS(EgressAllowlist({EgressRule{.scheme = "https", .host = "a.com", .port = 0}}), agentkit::Error);
   auto rule = EgressRule::parse("HTTPS://*.Example.COM:8443/");
   CHECK(rule.scheme == "https");
   CHECK(rule.host == "*.example.com");
@@ -276,5 +276,5 @@ TEST_CASE("check_egress: no list means anywhere; a list set on the context is en
     CHECK(e.reason() == "http://api.example.com is not on the egress allowlist");
     CHECK(std::string(e.what()) == "egress refused: http://api.example.com is not on the egress allowlist");
   }
-  CHECK_THROWS_AS(agentkit::egress_allowlist(nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(agentkit::egress_allowlist(nullptr), agentkit::Error);
 }

@@ -126,7 +126,7 @@ TEST_CASE("each decision on a pending call is an ApprovalDecided event", "[event
     const auto decided = recorder->all<ApprovalDecided>();
     REQUIRE(decided.size() == 1);
     CHECK(decided[0].call.id == "c1");
-    CHECK(decided[0].decision == "rejected");
+    CHECK(decided[0].decision == agentkit::ApprovalVerdict::rejected);
     CHECK(decided[0].reason == "not damaged");
     CHECK(runs == 0);
   }
@@ -135,7 +135,7 @@ TEST_CASE("each decision on a pending call is an ApprovalDecided event", "[event
     CHECK(done.stop_reason == StopReason::answered);
     const auto decided = recorder->all<ApprovalDecided>();
     REQUIRE(decided.size() == 1);
-    CHECK(decided[0].decision == "approved");
+    CHECK(decided[0].decision == agentkit::ApprovalVerdict::approved);
     CHECK(decided[0].call.arguments == Json{{"order_id", "A-1"}});
     CHECK(recorder->all<ToolCallStarted>().size() == 2);  // before the suspension, and now
     CHECK(runs == 1);
@@ -145,7 +145,7 @@ TEST_CASE("each decision on a pending call is an ApprovalDecided event", "[event
     CHECK(done.stop_reason == StopReason::answered);
     const auto decided = recorder->all<ApprovalDecided>();
     REQUIRE(decided.size() == 1);
-    CHECK(decided[0].decision == "edited");
+    CHECK(decided[0].decision == agentkit::ApprovalVerdict::edited);
     CHECK(decided[0].call.arguments == Json{{"order_id", "A-2"}});
     CHECK(runs == 1);
   }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include <agentkit/error.h>
 #include <agentkit/executor.h>
 
 using agentkit::InlineExecutor;
@@ -98,9 +99,9 @@ TEST_CASE("ThreadPoolExecutor survives a task that throws", "[executor]") {
 }
 
 TEST_CASE("ThreadPoolExecutor refuses zero threads and empty work", "[executor]") {
-  CHECK_THROWS_AS(ThreadPoolExecutor(0), std::invalid_argument);
+  CHECK_THROWS_AS(ThreadPoolExecutor(0), agentkit::Error);
   ThreadPoolExecutor pool(1);
-  CHECK_THROWS_AS(pool.submit({}), std::invalid_argument);
+  CHECK_THROWS_AS(pool.submit({}), agentkit::Error);
 }
 
 TEST_CASE("InlineExecutor runs work before submit returns, on the caller's thread", "[executor]") {

@@ -206,7 +206,7 @@ TEST_CASE("tool exceptions propagate through a chain without error_boundary", "[
 }
 
 TEST_CASE("an empty middleware is refused at construction", "[invoker]") {
-  CHECK_THROWS_AS(Invoker(std::vector<Middleware>{Middleware{}}), std::invalid_argument);
+  CHECK_THROWS_AS(Invoker(std::vector<Middleware>{Middleware{}}), agentkit::Error);
 }
 
 TEST_CASE("needs_approval combines the tool's declaration with the autonomy tier", "[invoker]") {

@@ -974,7 +974,7 @@ TEST_CASE("egress(): a custom policy's reason reaches the model", "[middleware]"
   CHECK(denied.text == "call to tool 'fetch' refused by egress policy: internal hosts are off limits");
   CHECK(allowed.is_ok());
   CHECK(*fetch.runs == 1);
-  CHECK_THROWS_AS(agentkit::egress(nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(agentkit::egress(nullptr), agentkit::Error);
 }
 
 // -------------------------------------------------------------------- logging

@@ -109,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                  (rule.port ? ":" + std::to_string(*rule.port) : std::string()) + "/";
       AGENTKIT_FUZZ_CHECK(!allow.check(origin));
     }
-  } catch (const std::invalid_argument&) {
+  } catch (const agentkit::Error&) {
   } catch (const std::exception& e) {
     agentkit::fuzz::untyped(e);
   }

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   agentkit::RunState state;
   try {
     state = agentkit::RunState::from_json(doc);
-  } catch (const std::invalid_argument&) {
+  } catch (const agentkit::Error&) {
     return 0;
   } catch (const std::exception& e) {
     agentkit::fuzz::untyped(e);

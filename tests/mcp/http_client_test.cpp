@@ -245,7 +245,7 @@ TEST_CASE("http: a JSON-RPC error in a non-2xx body still answers the request") 
     FAIL("no error");
   } catch (const McpError& e) {
     CHECK(e.kind() == McpError::Kind::rpc);
-    CHECK(e.code() == -32603);
+    CHECK(e.rpc_code() == -32603);
   }
 }
 

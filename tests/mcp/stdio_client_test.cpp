@@ -187,7 +187,7 @@ TEST_CASE("stdio: isError and unknown tools end as model-visible errors, in both
       FAIL("no throw");
     } catch (const McpError& e) {
       CHECK(e.kind() == McpError::Kind::rpc);
-      CHECK(e.code() == -32602);
+      CHECK(e.rpc_code() == -32602);
       CHECK_THAT(e.what(), Catch::Contains("Unknown tool: no_such_tool"));
     }
     const ToolResult r = invoke("rpc_unknown");

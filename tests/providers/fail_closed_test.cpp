@@ -129,7 +129,7 @@ TEST_CASE("a stream cut between events before its terminal event is truncated, w
   SECTION("OpenAI text: three events answer nothing, not \"Hello from \"") {
     const auto e = error_of([] { openai(joined(first(kOpenAIText, 3))); });
     CHECK(e.code() == ErrorCode::truncated);
-    CHECK(e.error_code() == "truncated");
+    CHECK(to_string(e.code()) == "truncated");
     CHECK_THAT(e.what(), Catch::Contains("data: [DONE]") && Catch::Contains("http://127.0.0.1:9/v1/chat/completions") &&
                              !Catch::Contains("secret"));
     CHECK_FALSE(e.retryable());
@@ -245,7 +245,7 @@ TEST_CASE("a 200 answering a streaming request with something else is judged by 
     const auto invalid = error_of([] {
       openai(R"({"error":{"message":"bad","type":"invalid_request_error"}})", true, head("application/json"));
     });
-    CHECK(invalid.code() == ErrorCode::invalid);
+    CHECK(invalid.code() == ErrorCode::invalid_argument);
     CHECK_FALSE(invalid.retryable());
     const auto forced = error_of([] {
       openai(R"({"error":{"message":"bad","type":"invalid_request_error"}})", true,
@@ -483,9 +483,10 @@ TEST_CASE("an agent run whose tool-call stream is cut fails truncated: no tool r
     ctx.models = model_resolver({.openai_api_key = "k", .anthropic_api_key = "k"});
     const auto result = agent.run("note a", ctx);
     CHECK(result.stop_reason == agentkit::StopReason::failed);
-    CHECK(result.error_code == "truncated");
-    CHECK(result.state.error_code == "truncated");
-    CHECK_THAT(result.error, Catch::Contains("ended before its terminal event"));
+    CHECK(result.failure.value().code == ErrorCode::truncated);
+    CHECK(result.failure->model == c.model);
+    CHECK(result.state.failure == result.failure);
+    CHECK_THAT(result.failure.value().message, Catch::Contains("ended before its terminal event"));
     CHECK(runs == 0);                                   // the cut call never ran
     CHECK(server.requests().size() == before + 1);      // no repair turn, no retry
     CHECK(result.usage.input_tokens == c.input_tokens);  // what the provider reported is charged
@@ -494,6 +495,7 @@ TEST_CASE("an agent run whose tool-call stream is cut fails truncated: no tool r
     // The history holds no assistant turn made up from the cut reply.
     for (const auto& m : result.state.history) CHECK(m.role != agentkit::Role::assistant);
     // The code survives the run document.
-    CHECK(agentkit::RunState::from_json(result.state.to_json()).error_code == "truncated");
+    CHECK(agentkit::RunState::from_json(result.state.to_json()).failure == result.failure);
+    CHECK(result.state.to_json()["error_code"] == "truncated");
   }
 }

@@ -146,7 +146,7 @@ TEST_CASE("provider faults end in typed errors with no tool run twice", "[loopba
   ctx.models = agentkit::providers::model_resolver({});
   auto result = agent.run("go", ctx);
   CHECK(result.stop_reason == agentkit::StopReason::failed);
-  CHECK_THAT(result.error, Catch::Contains("model call failed"));
+  CHECK_THAT(result.failure.value().message, Catch::Contains("model call failed"));
   CHECK(runs == 1);                          // the tool ran once; no retry re-ran it
   CHECK(server.requests().size() == 3);      // 1 + 429 + the reset stream, never retried after content began
   // The history stays valid: the tool call has its result.

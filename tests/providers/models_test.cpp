@@ -38,7 +38,7 @@ TEST_CASE("a model string resolves to its provider, model and base URL", "[model
   CHECK(claude.api_key_variable == "ANTHROPIC_API_KEY");
   CHECK(claude.base_url == "https://proxy.example");
   CHECK_THROWS_WITH(resolve_model("mistral/m", {}), Catch::StartsWith("unknown model 'mistral/m'"));
-  CHECK_THROWS_AS(resolve_model("openai/", {}), std::invalid_argument);
+  CHECK_THROWS_AS(resolve_model("openai/", {}), agentkit::Error);
 }
 
 TEST_CASE("a base URL without a scheme is refused, never guessed to be http", "[models]") {
@@ -49,8 +49,8 @@ TEST_CASE("a base URL without a scheme is refused, never guessed to be http", "[
     CHECK_THROWS_WITH(make_model("openai/m@" + bare, {.openai_api_key = "sk-secret-1"}, nullptr),
                       "model 'openai/m': the base URL after '@' is not usable: it must start with https:// (or "
                       "http://)");
-    CHECK_THROWS_AS(make_model("anthropic/m@" + bare, {}, nullptr), std::invalid_argument);
-    CHECK_THROWS_AS(make_model("openai/m@", {}, nullptr), std::invalid_argument);
+    CHECK_THROWS_AS(make_model("anthropic/m@" + bare, {}, nullptr), agentkit::Error);
+    CHECK_THROWS_AS(make_model("openai/m@", {}, nullptr), agentkit::Error);
   }
   SECTION("in the settings (OPENAI_BASE_URL, ANTHROPIC_BASE_URL)") {
     CHECK_THROWS_WITH(make_model("openai/m", {.openai_base_url = bare}, nullptr),
@@ -62,11 +62,11 @@ TEST_CASE("a base URL without a scheme is refused, never guessed to be http", "[
     try {
       make_model("openai/m@http://me:hunter2@127.0.0.1/v1", {}, nullptr);
       FAIL("accepted a URL with credentials");
-    } catch (const std::invalid_argument& e) {
+    } catch (const agentkit::Error& e) {
       CHECK_THAT(e.what(), Catch::Contains("credentials"));
       CHECK_THAT(e.what(), !Catch::Contains("hunter2"));
     }
-    CHECK_THROWS_AS(make_model("openai/m@ftp://127.0.0.1/v1", {}, nullptr), std::invalid_argument);
+    CHECK_THROWS_AS(make_model("openai/m@ftp://127.0.0.1/v1", {}, nullptr), agentkit::Error);
   }
   SECTION("a run through the resolver fails before any request") {
     agentkit::Agent agent("a", "openai/m@" + bare, "You answer briefly.", agentkit::cognition::react({}));
@@ -74,8 +74,8 @@ TEST_CASE("a base URL without a scheme is refused, never guessed to be http", "[
     ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-secret-1"});
     const auto result = agent.run("Hi", ctx);
     CHECK(result.stop_reason == agentkit::StopReason::failed);
-    CHECK_THAT(result.error, Catch::Contains("must start with https://"));
-    CHECK_THAT(result.error, !Catch::Contains("sk-secret-1"));
+    CHECK_THAT(result.failure.value().message, Catch::Contains("must start with https://"));
+    CHECK_THAT(result.failure.value().message, !Catch::Contains("sk-secret-1"));
     CHECK(server.requests().empty());
   }
   CHECK_NOTHROW(make_model("openai/m@" + server.base_url() + "/v1", {}, nullptr));

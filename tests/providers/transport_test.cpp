@@ -116,7 +116,7 @@ TEST_CASE("send does not retry a 404 and reports it as invalid", "[transport]") 
   server.enqueue(reply(404, R"({"error":{"message":"The model `gpt-9` does not exist","type":"invalid_request_error","code":"model_not_found"}})"));
   Transport transport(quick());
   const auto e = thrown_by([&] { transport.send(post(server)); });
-  CHECK(e.code() == ErrorCode::invalid);
+  CHECK(e.code() == ErrorCode::invalid_argument);
   CHECK(e.http_status() == 404);
   CHECK_FALSE(e.retryable());
   CHECK(std::string(e.what()) == "The model `gpt-9` does not exist (HTTP 404)");
@@ -540,7 +540,7 @@ TEST_CASE("send refuses header values with line breaks, without echoing them", "
   const auto e = thrown_by([&] {
     transport.send({"POST", server.base_url() + "/v1/x", {{"x-api-key", kAnthropicKey + "\r\nx-injected: 1"}}, "{}"});
   });
-  CHECK(e.code() == ErrorCode::invalid);
+  CHECK(e.code() == ErrorCode::invalid_argument);
   CHECK(std::string(e.what()).find("SECRET") == std::string::npos);
   CHECK(server.requests().empty());
 }
@@ -550,13 +550,13 @@ TEST_CASE("send refuses header values with line breaks, without echoing them", "
 TEST_CASE("error_from_response maps statuses and provider bodies to codes", "[transport]") {
   using agentkit::providers::error_from_response;
   auto code_of = [](int status, std::string body = "") { return error_from_response({status, {}, std::move(body)}).code(); };
-  CHECK(code_of(400) == ErrorCode::invalid);
-  CHECK(code_of(404) == ErrorCode::invalid);
-  CHECK(code_of(409) == ErrorCode::invalid);
-  CHECK(code_of(413) == ErrorCode::invalid);
-  CHECK(code_of(422) == ErrorCode::invalid);
+  CHECK(code_of(400) == ErrorCode::invalid_argument);
+  CHECK(code_of(404) == ErrorCode::invalid_argument);
+  CHECK(code_of(409) == ErrorCode::invalid_argument);
+  CHECK(code_of(413) == ErrorCode::invalid_argument);
+  CHECK(code_of(422) == ErrorCode::invalid_argument);
   CHECK(code_of(401) == ErrorCode::unauthenticated);
-  CHECK(code_of(403) == ErrorCode::permission);
+  CHECK(code_of(403) == ErrorCode::permission_denied);
   CHECK(code_of(408) == ErrorCode::timeout);
   CHECK(code_of(429) == ErrorCode::rate_limited);
   CHECK(code_of(429, R"({"error":{"type":"insufficient_quota","message":"q"}})") == ErrorCode::quota_exceeded);

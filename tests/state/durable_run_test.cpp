@@ -250,7 +250,7 @@ TEST_CASE("resume and recover report unknown, unreadable and newer checkpoints",
 
   auto no_store = make_test_ctx({.llm = FakeLLM::script({})});
   no_store.store = nullptr;
-  CHECK_THROWS_AS(agent.resume("x", {}, no_store), std::invalid_argument);
+  CHECK_THROWS_AS(agent.resume("x", {}, no_store), agentkit::Error);
 }
 
 TEST_CASE("a version-1 checkpoint still resumes", "[durable][state]") {
@@ -547,7 +547,7 @@ TEST_CASE("a run that another process took over stops advancing", "[durable]") {
   }
   const auto result = handle.wait();
   CHECK(result.stop_reason == StopReason::failed);
-  CHECK_THAT(result.error, Catch::Contains("taken over by another process"));
+  CHECK_THAT(result.failure.value().message, Catch::Contains("taken over by another process"));
   CHECK(counter.runs == 0);
 }
 

@@ -146,7 +146,7 @@ TEST_CASE("the memory tool is advertised as 'memory', side-effecting and not ide
     CAPTURE(field);
     CHECK(schema["properties"].contains(field));
   }
-  CHECK_THROWS_AS(memory_tool(nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(memory_tool(nullptr), agentkit::Error);
 }
 
 TEST_CASE("view is a read; under the default middleware a view after an edit sees the edit", "[memory]") {
@@ -810,5 +810,5 @@ TEST_CASE("FileMemory never splits a UTF-8 character when it truncates", "[memor
     CHECK(agentkit::is_valid_utf8(text));
     CHECK_THAT(text, Catch::EndsWith("for the rest]\n"));
   }
-  CHECK_THROWS_AS(FileMemory(nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(FileMemory(nullptr), agentkit::Error);
 }

@@ -224,10 +224,10 @@ TEST_CASE("a state key shorter than 32 bytes is refused before a run starts", "[
   auto llm = FakeLLM::script({Turn{.content = "hi"}});
   auto ctx = make_test_ctx({.llm = llm});
   ctx.state_key = "hunter2";
-  CHECK_THROWS_AS(agent.run("q", ctx), std::invalid_argument);
+  CHECK_THROWS_AS(agent.run("q", ctx), agentkit::Error);
   try {
     agent.run("q", ctx);
-  } catch (const std::invalid_argument& e) {
+  } catch (const agentkit::Error& e) {
     CHECK(std::string(e.what()).find("hunter2") == std::string::npos);  // a secret never appears in an error
   }
   CHECK(llm->calls() == 0);

@@ -13,6 +13,7 @@
 
 #include <spdlog/fwd.h>
 
+#include <agentkit/error.h>
 #include <agentkit/events.h>
 #include <agentkit/model.h>
 
@@ -155,10 +156,10 @@ class UsageMeter {
   Usage total_;
 };
 
-// Thrown by RunContext::child() past max_depth.
-class DepthLimitExceeded : public std::runtime_error {
+// Thrown by RunContext::child() past max_depth. Code budget_exhausted.
+class DepthLimitExceeded : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit DepthLimitExceeded(const std::string& message) : Error(ErrorCode::budget_exhausted, message) {}
 };
 
 // Thread-safe queue of events; a run drains it on the driving thread.

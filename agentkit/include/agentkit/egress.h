@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include <agentkit/error.h>
+
 namespace agentkit {
 
 class RunContext;
@@ -46,9 +48,9 @@ struct Url {
 
 // A URL the strict parser refuses. The message says what is wrong and never
 // repeats the URL (it may carry credentials).
-class UrlError : public std::invalid_argument {
+class UrlError : public Error {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit UrlError(const std::string& message) : Error(ErrorCode::invalid_argument, message) {}
 };
 
 // The scheme's default port: 80 for http, 443 for https, 0 otherwise.
@@ -108,7 +110,8 @@ class EgressAllowlist {
 
 // Thrown by a network tool when ctx.egress refuses a URL, initial or
 // redirected. egress_allowlist() turns it into ToolResult::denied(reason()).
-class EgressDenied : public std::runtime_error {
+// Code permission_denied.
+class EgressDenied : public Error {
  public:
   explicit EgressDenied(std::string reason);
   const std::string& reason() const noexcept { return reason_; }

@@ -6,11 +6,15 @@
 // | ToolDefinitionError| at declaration / registration time  | you          |
 // | ToolArgumentError  | at call time, before the body runs  | the model    |
 // | ToolShapeError     | at call time, after the body returns| the tool     |
+//
+// All three are agentkit::Error: ToolDefinitionError and ToolArgumentError
+// with ErrorCode::invalid_argument, ToolShapeError with ErrorCode::protocol.
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <agentkit/error.h>
 #include <agentkit/json.h>
 
 namespace agentkit {
@@ -18,10 +22,10 @@ namespace agentkit {
 // A wiring mistake: missing effects declaration, a thin description, a
 // developer note above the `---` cut, a registry name collision. There is no
 // runtime recovery, so it is thrown while tools are being declared, before a
-// run exists. Derives from std::invalid_argument (Python's ValueError).
-class ToolDefinitionError : public std::invalid_argument {
+// run exists. Code invalid_argument (Python's ValueError).
+class ToolDefinitionError : public Error {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit ToolDefinitionError(const std::string& message) : Error(ErrorCode::invalid_argument, message) {}
 };
 
 // The model authored a bad call. Every problem is collected before this is
@@ -30,7 +34,7 @@ class ToolDefinitionError : public std::invalid_argument {
 // Example message:
 //   tool 'notify' call rejected: unexpected argument(s) ['message']. Accepted
 //   arguments: ['msg']
-class ToolArgumentError : public std::invalid_argument {
+class ToolArgumentError : public Error {
  public:
   // One rejected value: the argument's path ("unit", "filter.limit",
   // "tags[2]") and why it was refused.
@@ -65,7 +69,7 @@ class ToolArgumentError : public std::invalid_argument {
 // Carries the raw value and the expected type's name.
 //
 // Example message: tool 'get_quote' returned value not matching schema 'Quote'
-class ToolShapeError : public std::runtime_error {
+class ToolShapeError : public Error {
  public:
   ToolShapeError(std::string tool, Json raw, std::string expected, std::string detail = {});
 

@@ -4,12 +4,41 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include <agentkit/messages.h>
 
 namespace agentkit {
+
+// Why a run ended. Names (to_string) are what RunState documents and the
+// CLI's JSON carry: "answered", "suspended", "max_iterations",
+// "budget_exhausted", "cancelled", "failed".
+enum class StopReason { answered, suspended, max_iterations, budget_exhausted, cancelled, failed };
+std::string_view to_string(StopReason reason) noexcept;
+// The stop reason named `name`, or nullopt.
+std::optional<StopReason> stop_reason_from_string(std::string_view name) noexcept;
+
+// How one tool call ended: ToolResult::Status is this type (see
+// <agentkit/invoker.h>). `interrupted` is the run engine's, never a tool's:
+// the call never started because the run stopped or was cancelled first.
+enum class CallStatus {
+  ok,                 // value holds the result
+  error,              // text is a model-visible error (is_error on the wire)
+  denied,             // refused by policy or a human; text says why
+  awaiting_approval,  // needs a decision first; the tool did not run
+  outcome_unknown,    // a side-effecting call that may or may not have happened
+  interrupted,        // never started: the run stopped first
+};
+// "ok", "error", "denied", "awaiting_approval", "outcome_unknown", "interrupted".
+std::string_view to_string(CallStatus status) noexcept;
+std::optional<CallStatus> call_status_from_string(std::string_view name) noexcept;
+
+// What a human decided on a call awaiting approval (ApprovalDecided).
+enum class ApprovalVerdict { approved, edited, rejected };
+// "approved", "edited", "rejected".
+std::string_view to_string(ApprovalVerdict verdict) noexcept;
 
 struct ModelCallStarted {
   int iteration = 0;
@@ -38,20 +67,20 @@ struct ToolCallRefused {
   std::string error;
 };
 // A decision on a call that was awaiting approval, applied as its run
-// resumes. `decision` is "approved", "edited" (approved with new arguments,
-// which `call` carries) or "rejected" (`reason` is what the model is told;
+// resumes. `decision` is approved, edited (approved with new arguments,
+// which `call` carries) or rejected (`reason` is what the model is told;
 // a pending call given no decision is rejected). An approved or edited call
 // then starts as usual; a rejected one never runs.
 struct ApprovalDecided {
   ToolCall call;
-  std::string decision;
+  ApprovalVerdict decision = ApprovalVerdict::rejected;
   std::string reason;
 };
 struct ToolCallFinished {
   std::string call_id;
   std::string name;
-  std::string outcome;  // ok, error, denied, awaiting_approval, outcome_unknown
-  std::string text;     // what the model sees
+  CallStatus outcome = CallStatus::ok;  // never interrupted: a call that did not start has no event
+  std::string text;                     // what the model sees
   std::chrono::microseconds duration{0};
 };
 // A span around one tool call, emitted by the tracing() middleware.
@@ -67,7 +96,7 @@ struct RunSuspended {
   std::vector<ToolCall> pending;
 };
 struct RunFinished {
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::answered;
   std::string output;
 };
 // A progress note from a tool (`ctx.emit(Progress{...})`), delivered like

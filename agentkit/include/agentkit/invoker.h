@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <agentkit/error.h>
 #include <agentkit/context.h>
 #include <agentkit/tool.h>
 
@@ -97,13 +98,9 @@ struct ToolRequest {
 
 // The outcome of one call, as the loop and the model see it.
 struct ToolResult {
-  enum class Status {
-    ok,                 // value holds the result
-    error,              // text is a model-visible error (is_error on the wire)
-    denied,             // refused by policy or a human; text says why
-    awaiting_approval,  // needs a decision first; the tool did not run
-    outcome_unknown,    // a side-effecting call that may or may not have happened
-  };
+  // ok, error, denied, awaiting_approval, outcome_unknown (see CallStatus
+  // in <agentkit/events.h>; a tool never returns `interrupted`).
+  using Status = CallStatus;
 
   Status status = Status::ok;
   Json value;
@@ -122,8 +119,6 @@ struct ToolResult {
   std::string model_text() const;
 };
 
-std::string_view to_string(ToolResult::Status status) noexcept;
-
 // The model-visible text for an exception a tool threw: an argument error's
 // own message, otherwise "Tool failed: <what>".
 std::string failure_text(std::exception_ptr error);
@@ -134,18 +129,19 @@ using Next = std::function<ToolResult(const ToolRequest&, RunContext&)>;
 using Middleware = std::function<ToolResult(const ToolRequest&, RunContext&, const Next&)>;
 
 // Thrown by a tool to say "this failed, and trying again may succeed".
-class RetryableToolError : public std::runtime_error {
+// Code unavailable.
+class RetryableToolError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RetryableToolError(const std::string& message) : Error(ErrorCode::unavailable, message) {}
 };
 
 // Thrown by a tool that cannot tell whether its effect happened (a request
 // timed out after it was sent). The end of the chain turns it into an
 // outcome_unknown result: never retried, recorded as such by a durable run,
-// and shown to the model as the exception's message.
-class OutcomeUnknownError : public std::runtime_error {
+// and shown to the model as the exception's message. Code outcome_unknown.
+class OutcomeUnknownError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit OutcomeUnknownError(const std::string& message) : Error(ErrorCode::outcome_unknown, message) {}
 };
 
 // Whether a call must pause for a human decision under `tier`.

@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <agentkit/error.h>
+
 namespace agentkit {
 
 using Json = nlohmann::json;
@@ -61,10 +63,10 @@ Json sanitize_utf8(Json value);
 // it is read into, or a value of another type (json_integer). The message
 // names what was being read. A reader at a component boundary rethrows it as
 // that component's typed error (providers::ProviderError, CheckpointError,
-// the CLI's configuration error).
-class JsonError : public std::invalid_argument {
+// the CLI's configuration error). Code invalid_argument.
+class JsonError : public Error {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit JsonError(const std::string& message) : Error(ErrorCode::invalid_argument, message) {}
 };
 
 // Parses `text` under `limits` (its size, nesting depth and string lengths).

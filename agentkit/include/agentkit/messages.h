@@ -1,7 +1,9 @@
 #pragma once
 // The conversation vocabulary shared by agents, cognition and model adapters.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <agentkit/json.h>
@@ -59,7 +61,9 @@ struct Usage {
   friend bool operator==(const Usage&, const Usage&) = default;
 };
 
+// "system", "user", "assistant", "tool".
 std::string_view to_string(Role role) noexcept;
+std::optional<Role> role_from_string(std::string_view name) noexcept;
 Json to_json(const ToolCall& call);
 Json to_json(const Message& message);
 Json to_json(const Usage& usage);

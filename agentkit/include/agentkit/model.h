@@ -3,11 +3,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include <agentkit/error.h>
 #include <agentkit/messages.h>
 #include <agentkit/tool.h>
 
@@ -32,24 +34,36 @@ struct ModelResponse {
 };
 
 // A failed model call as the run engine sees it: a canonical code naming why
-// ("truncated", "rate_limited", "protocol", ...: the names of
-// providers::ErrorCode) and the usage the provider reported before it failed
-// (a stream cut short has spent tokens). The engine charges that usage to the
-// run's budget, usage meter and RunState, stops the run `failed`, and puts
-// the code in RunResult::error_code. Provider adapters throw
-// providers::ProviderError, which derives from this; any other model may
-// throw it too. A model that throws something else fails the run with an
-// empty error_code.
-class ModelError : public std::runtime_error {
+// (truncated, rate_limited, protocol, ...), the provider's HTTP status,
+// retry advice and Retry-After when a provider answered, and the usage the
+// provider reported before it failed (a stream cut short has spent tokens).
+// The engine charges that usage to the run's budget, usage meter and
+// RunState, stops the run `failed`, and puts the code and the details in
+// RunResult::failure. Provider adapters throw providers::ProviderError,
+// which derives from this; any other model may throw it too. A model that
+// throws another agentkit::Error fails the run with that error's code; one
+// that throws anything else, with ErrorCode::internal.
+class ModelError : public Error {
  public:
-  ModelError(std::string_view error_code, const std::string& message, Usage usage = {})
-      : std::runtime_error(message), error_code_(error_code), usage_(usage) {}
-  const std::string& error_code() const noexcept { return error_code_; }
+  ModelError(ErrorCode code, const std::string& message, Usage usage = {}, int http_status = 0,
+             bool retryable = false, std::optional<std::chrono::milliseconds> retry_after = std::nullopt)
+      : Error(code, message),
+        usage_(usage),
+        http_status_(http_status),
+        retryable_(retryable),
+        retry_after_(retry_after) {}
   const Usage& usage() const noexcept { return usage_; }
+  // The provider's HTTP status; 0 when there was no HTTP response.
+  int http_status() const noexcept { return http_status_; }
+  // Whether the provider says trying again later may succeed.
+  bool retryable() const noexcept { return retryable_; }
+  std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
 
  private:
-  std::string error_code_;
   Usage usage_;
+  int http_status_;
+  bool retryable_;
+  std::optional<std::chrono::milliseconds> retry_after_;
 };
 
 // A model call in flight, advanced by its owner without blocking.

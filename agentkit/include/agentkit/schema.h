@@ -57,6 +57,7 @@
 #include <variant>
 #include <vector>
 
+#include <agentkit/detail/enum_table.h>
 #include <agentkit/errors.h>
 #include <agentkit/json.h>
 
@@ -88,12 +89,7 @@ constexpr Field<Class, Member> field(std::string_view name, Member Class::*membe
   return {name, member, description, false};
 }
 
-template <class E>
-struct EnumValue {
-  E value;
-  std::string_view text;
-};
-
+// EnumValue<E> (one enumerator and its name): see <agentkit/detail/enum_table.h>.
 template <class E, std::size_t N>
 constexpr std::array<EnumValue<E>, N> enum_values(const EnumValue<E> (&values)[N]) {
   std::array<EnumValue<E>, N> out{};
@@ -447,12 +443,9 @@ struct Codec<E> {
   }
   static bool decode(const Json& in, E& out, DecodeState& st) {
     if (in.is_string()) {
-      const auto& text = in.get_ref<const std::string&>();
-      for (const auto& v : Describe<E>::values) {
-        if (v.text == text) {
-          out = v.value;
-          return true;
-        }
+      if (auto value = detail::enum_parse(Describe<E>::values, in.get_ref<const std::string&>())) {
+        out = *value;
+        return true;
       }
     }
     std::vector<std::string> allowed;
@@ -460,9 +453,7 @@ struct Codec<E> {
     return st.fail(preview(in) + " is not a valid " + type_name() + "; expected one of " + quoted_list(allowed));
   }
   static Json encode(E value) {
-    for (const auto& v : Describe<E>::values) {
-      if (v.value == value) return std::string(v.text);
-    }
+    if (auto text = detail::enum_name(Describe<E>::values, value)) return std::string(*text);
     return nullptr;  // an undeclared enumerator: output validation reports it
   }
   static std::string type_name() { return std::string(Describe<E>::name); }

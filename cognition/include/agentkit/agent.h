@@ -23,8 +23,7 @@ namespace state {
 class StoreLedger;  // <agentkit/state/ledger.h>
 }
 
-enum class StopReason { answered, suspended, max_iterations, budget_exhausted, cancelled, failed };
-std::string_view to_string(StopReason reason) noexcept;
+// StopReason: see <agentkit/events.h>.
 
 // A run paused for a human: the calls that need a decision, with their
 // arguments. None of them has run.
@@ -57,12 +56,15 @@ using Decisions = std::map<std::string, Decision>;
 
 // Where the state machine stands. Serialisable at every step boundary.
 enum class Phase { ask_model, act, suspended, done };
+// "ask_model", "act", "suspended", "done".
+std::string_view to_string(Phase phase) noexcept;
 
 // Outcome of one call of the current batch, kept across a suspension.
+// Serialised with its status's name ("ok", "denied", "interrupted", ...).
 struct CallOutcome {
   std::string text;
   bool is_error = false;
-  std::string outcome;  // ok, error, denied, outcome_unknown
+  CallStatus outcome = CallStatus::ok;  // ok, error, denied, outcome_unknown or interrupted
 };
 
 // The whole state of a run: what resume() needs, nothing process-bound.
@@ -99,13 +101,20 @@ struct RunState {
   Usage usage;
   StopReason stop_reason = StopReason::answered;
   std::string output;
-  std::string error;
+  // Why the run stopped early (RunResult::failure). Serialised as "error"
+  // (the message), "error_code" (to_string of the code; v3, written only
+  // when set) and, when a provider gave details, "failure" (an optional
+  // object: model, http_status, retryable, retry_after_ms). A v1-v3
+  // document without a code reads back with the stop reason's code (see
+  // RunResult::failure), ErrorCode::internal for `failed`; the v3 provider
+  // names "invalid" and "permission" read as invalid_argument and
+  // permission_denied.
+  std::optional<Failure> failure;
   // "hmac-sha256:<64 hex digits>": HMAC-SHA256 under RunContext::state_key
   // of the rest of the document (its canonical_dump, this field left out).
   // Set on RunResult::state when the context has a key; empty otherwise.
   // Checkpoints in a store do not carry it.
   std::string signature;
-  std::string error_code;  // RunResult::error_code (v3, optional: written only when set)
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;
@@ -119,46 +128,51 @@ struct RunState {
   static RunState from_json(const Json& j);
 };
 
-// A durable run could not be resumed or recovered as asked.
-class RunError : public std::runtime_error {
+// A durable run could not be started, resumed or recovered as asked. The
+// subclasses say why (their codes in brackets); a plain RunError is a new
+// run whose id is already in the store (already_exists).
+class RunError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RunError(const std::string& message, ErrorCode code = ErrorCode::already_exists) : Error(code, message) {}
 };
-// No checkpoint for that run id in the context's store (and scope).
+// No checkpoint for that run id in the context's store (and scope). [not_found]
 class RunNotFound : public RunError {
  public:
-  using RunError::RunError;
+  explicit RunNotFound(const std::string& message) : RunError(message, ErrorCode::not_found) {}
 };
 // Another resume or recovery of the same run got there first, or the run is
-// no longer suspended.
+// no longer suspended. [aborted]
 class RunAlreadyResumed : public RunError {
  public:
-  using RunError::RunError;
+  explicit RunAlreadyResumed(const std::string& message) : RunError(message, ErrorCode::aborted) {}
 };
 // Decisions a resume cannot apply: one names a call id that is not pending
 // (a typo must not turn an approval into a rejection), or an edit's arguments
 // are not a valid call of the tool (what() carries the tool's
 // ToolArgumentError message). Thrown before anything runs or is saved: the
 // run stays suspended, to resume again with corrected decisions.
+// [invalid_argument]
 class InvalidDecision : public RunError {
  public:
   InvalidDecision(std::string call_id, const std::string& problem)
-      : RunError("decision for call '" + call_id + "': " + problem), call_id_(std::move(call_id)) {}
+      : RunError("decision for call '" + call_id + "': " + problem, ErrorCode::invalid_argument),
+        call_id_(std::move(call_id)) {}
   const std::string& call_id() const noexcept { return call_id_; }
 
  private:
   std::string call_id_;
 };
 // A stored checkpoint is unreadable or was written by a newer agentkit.
+// [data_loss]
 class CheckpointError : public RunError {
  public:
-  using RunError::RunError;
+  explicit CheckpointError(const std::string& message) : RunError(message, ErrorCode::data_loss) {}
 };
 // A RunState handed to resume() failed its integrity check. Catch this to
-// handle both kinds below.
+// handle both kinds below. [unauthenticated]
 class StateIntegrityError : public RunError {
  public:
-  using RunError::RunError;
+  explicit StateIntegrityError(const std::string& message) : RunError(message, ErrorCode::unauthenticated) {}
 };
 // The state differs from the run's stored checkpoint, or its signature does
 // not match its content under the context's state key: it was altered (or
@@ -242,14 +256,30 @@ struct RunResult {
   std::string output;  // the final answer, or the last text on a limit
   Json structured;     // the decoded answer when the agent declares an output type
   std::optional<Suspended> suspended;
-  std::string error;  // why a run failed or stopped early
-  // Why a run failed, as a canonical code a host can branch on, when a model
-  // call failed it with a ModelError (every providers::ProviderError):
-  // "truncated", "protocol", "rate_limited", "unavailable", "timeout", ...
-  // (providers::to_string(ErrorCode)). Empty for a run that did not fail, or
-  // failed for another reason (bad calls past max_repairs, a lost
-  // checkpoint). A failed model call's usage so far is in `usage`.
-  std::string error_code;
+  // Why the run stopped early, as a value a host branches on: set for every
+  // stop reason but `answered` and `suspended`. Its code:
+  //  - failed by a model call: the ModelError's code (every
+  //    providers::ProviderError: truncated, protocol, rate_limited,
+  //    unavailable, timeout, ...), with `model` and the provider's HTTP
+  //    status, retryable flag and retry-after; another agentkit::Error's
+  //    code, internal for any other exception. The call's usage so far is
+  //    in `usage`.
+  //  - failed otherwise: protocol when the model kept making bad calls past
+  //    max_repairs or its final answer did not match the output type;
+  //    aborted when another process took the run's checkpoint over; the
+  //    store's code (unavailable) when a checkpoint could not be written;
+  //    the resolver's code (not_found, invalid_argument, ...) when no model
+  //    could be had for the agent.
+  //  - budget_exhausted and max_iterations: budget_exhausted; cancelled:
+  //    cancelled.
+  // The message says what happened ("model call failed: HTTP 429 ...").
+  //
+  // Example:
+  //   auto result = agent.run(task, ctx);
+  //   if (result.failure && result.failure->code == agentkit::ErrorCode::rate_limited) {
+  //     retry_later(result.failure->retry_after.value_or(std::chrono::seconds(30)));
+  //   }
+  std::optional<Failure> failure;
   Usage usage;        // this run's model calls plus those of sub-runs it started (as_tool)
   int iterations = 0;
   RunState state;  // feed to Agent::resume; signed when the context has a state_key

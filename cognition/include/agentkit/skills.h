@@ -45,14 +45,15 @@
 #include <string_view>
 #include <vector>
 
+#include <agentkit/error.h>
 #include <agentkit/tool.h>
 
 namespace agentkit {
 
 // A SKILL.md problem: bad YAML, a missing or invalid field, a name that does
 // not match its folder, an unknown skill. what() reads
-// "<file>:<line>: <problem>" when a file is involved.
-class SkillError : public std::runtime_error {
+// "<file>:<line>: <problem>" when a file is involved. Code invalid_argument.
+class SkillError : public Error {
  public:
   SkillError(std::filesystem::path file, int line, const std::string& problem);
   explicit SkillError(const std::string& problem);

@@ -39,8 +39,9 @@ struct ModelCall {
 //  - answer(message, structured): append `message`, whose text is the
 //    answer, and end the run `answered` (`structured`: the decoded answer of
 //    an agent with an output type, handed out as RunResult::structured).
-//  - stop(reason, why): end the run with `reason` (failed, max_iterations,
-//    ...) and `why` as RunResult::error.
+//  - stop(reason, why, code): end the run with `reason` (failed,
+//    max_iterations, ...); RunResult::failure carries `why` as its message,
+//    and `code` when the reason is failed.
 struct Next {
   enum class Kind { ask, run_calls, answer, stop };
   Kind kind = Kind::ask;
@@ -49,6 +50,7 @@ struct Next {
   Json structured;
   StopReason reason = StopReason::failed;
   std::string why;
+  ErrorCode code = ErrorCode::internal;  // stop: the failure's code when `reason` is failed
 
   static Next ask(ModelCall call = {}) {
     Next n;
@@ -68,11 +70,12 @@ struct Next {
     n.structured = std::move(structured);
     return n;
   }
-  static Next stop(StopReason reason, std::string why) {
+  static Next stop(StopReason reason, std::string why, ErrorCode code = ErrorCode::internal) {
     Next n;
     n.kind = Kind::stop;
     n.reason = reason;
     n.why = std::move(why);
+    n.code = code;
     return n;
   }
 };

@@ -42,7 +42,11 @@ inline constexpr std::string_view kMcpProtocolVersion = "2025-11-25";
 const std::vector<std::string>& mcp_supported_versions();
 
 // A failed MCP exchange. The message names the server (never a secret).
-class McpError : public std::runtime_error {
+// Its ErrorCode (code()) follows from the kind: rpc -> not_found for
+// -32601 (method not found), invalid_argument for -32600 / -32602, internal
+// for any other JSON-RPC error; timeout -> timeout; cancelled -> cancelled;
+// disconnected and session_expired -> unavailable; protocol -> protocol.
+class McpError : public Error {
  public:
   enum class Kind {
     rpc,              // the server answered with a JSON-RPC error: see code() and data()
@@ -56,20 +60,21 @@ class McpError : public std::runtime_error {
   McpError(Kind kind, std::string message, int code = 0, Json data = nullptr);
   Kind kind() const noexcept { return kind_; }
   // The JSON-RPC error code (Kind::rpc), e.g. -32601 method not found, -32602 invalid params.
-  int code() const noexcept { return code_; }
+  int rpc_code() const noexcept { return rpc_code_; }
   const Json& data() const noexcept { return data_; }
 
  private:
   Kind kind_;
-  int code_;
+  int rpc_code_;
   Json data_;
 };
 std::string_view to_string(McpError::Kind kind) noexcept;
 
 // Thrown by a tool from McpClient::tools() when the server's tools/call
 // result has isError set. The message is the result's rendered content, so
-// the model sees what the server said.
-class McpToolError : public std::runtime_error {
+// the model sees what the server said. Code internal: the server's tool
+// failed.
+class McpToolError : public Error {
  public:
   McpToolError(std::string tool, const std::string& text, Json result);
   const std::string& tool() const noexcept { return tool_; }

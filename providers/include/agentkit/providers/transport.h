@@ -19,45 +19,31 @@
 
 namespace agentkit::providers {
 
-// The small code set every provider failure maps onto.
-enum class ErrorCode {
-  timeout,          // connect / total / idle timeout
-  unavailable,      // 5xx, connection refused or reset, DNS failure
-  overloaded,       // 529 or an "overloaded" error body
-  rate_limited,     // 429 that a retry may fix
-  quota_exceeded,   // 429 insufficient_quota: not retryable
-  invalid,          // 400, 404, 409, 413, 422: the request is wrong
-  unauthenticated,  // 401
-  permission,       // 403
-  cancelled,        // the caller cancelled
-  protocol,         // a malformed response body or stream, or a reply of the wrong kind
-  truncated,        // a stream that ended before its terminal event
-};
-// The code's canonical name ("rate_limited"): also ModelError::error_code()
-// and RunResult::error_code of a run that failed with it.
-std::string_view to_string(ErrorCode code) noexcept;
+// Every provider failure maps onto the core vocabulary (<agentkit/error.h>):
+// timeout (connect / total / idle), unavailable (5xx, connection refused or
+// reset, DNS), overloaded (529 or an "overloaded" body), rate_limited (a
+// 429 a retry may fix), quota_exceeded (429 insufficient_quota),
+// invalid_argument (400, 404, 409, 413, 422), unauthenticated (401),
+// permission_denied (403), cancelled, protocol (a malformed body or stream,
+// or a reply of the wrong kind), truncated (a stream that ended before its
+// terminal event).
+using agentkit::ErrorCode;
+using agentkit::to_string;
 
-// A typed provider failure. The message never contains API keys or auth
-// headers. `usage` is what the provider reported before failing (a stream
-// cut short has spent tokens); the run engine charges it (see ModelError).
+// A typed provider failure: a ModelError (so an agentkit::Error) with the
+// provider's HTTP status, retry advice and Retry-After (see ModelError).
+// The message never contains API keys or auth headers. `usage` is what the
+// provider reported before failing (a stream cut short has spent tokens);
+// the run engine charges it.
 class ProviderError : public ModelError {
  public:
   ProviderError(ErrorCode code, std::string message, int http_status = 0, bool retryable = false,
-                std::optional<std::chrono::milliseconds> retry_after = std::nullopt, Usage usage = {});
-  ErrorCode code() const noexcept { return code_; }
-  int http_status() const noexcept { return http_status_; }
-  bool retryable() const noexcept { return retryable_; }
-  std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
+                std::optional<std::chrono::milliseconds> retry_after = std::nullopt, Usage usage = {})
+      : ModelError(code, message, usage, http_status, retryable, retry_after) {}
   // The same error (code, status, retry advice, usage) with another message.
   ProviderError with_message(std::string message) const {
-    return ProviderError(code_, std::move(message), http_status_, retryable_, retry_after_, usage());
+    return ProviderError(code(), std::move(message), http_status(), retryable(), retry_after(), usage());
   }
-
- private:
-  ErrorCode code_;
-  int http_status_;
-  bool retryable_;
-  std::optional<std::chrono::milliseconds> retry_after_;
 };
 
 using Headers = std::vector<std::pair<std::string, std::string>>;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <agentkit/error.h>
 #include <agentkit/context.h>
 
 namespace agentkit::state {
@@ -21,10 +22,10 @@ namespace agentkit::state {
 // for that). Examples: the file cannot be opened or created, is not a store or
 // was written by a newer format, the disk is full, another writer held the
 // lock past the busy timeout. The message names the backend's location (a
-// file path) and never a key or value.
-class StoreError : public std::runtime_error {
+// file path) and never a key or value. Code unavailable.
+class StoreError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit StoreError(const std::string& message) : Error(ErrorCode::unavailable, message) {}
 };
 
 struct Entry {

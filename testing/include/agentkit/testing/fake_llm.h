@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <agentkit/error.h>
 #include <agentkit/model.h>
 
 namespace agentkit::testing {
@@ -21,9 +22,10 @@ struct Turn {
 };
 
 // Thrown when the model is called more times than its script has turns.
-class ScriptExhausted : public std::logic_error {
+// Code internal (a test's script is wrong).
+class ScriptExhausted : public Error {
  public:
-  using std::logic_error::logic_error;
+  explicit ScriptExhausted(const std::string& message) : Error(ErrorCode::internal, message) {}
 };
 
 // Example:
