@@ -93,6 +93,7 @@ Json document(const RunState& s, Json history_json) {
                {"output", s.output},
                {"error", s.error}};
   if (!s.error_code.empty()) doc["error_code"] = s.error_code;
+  if (s.model_settings) doc["model_settings"] = s.model_settings->to_json();
   return doc;
 }
 
@@ -160,6 +161,13 @@ RunState RunState::from_json(const Json& j) {
     s.error = j.at("error").get<std::string>();
     s.signature = j.value("signature", std::string());
     if (auto code = j.find("error_code"); code != j.end()) s.error_code = code->get<std::string>();
+    if (auto settings = j.find("model_settings"); settings != j.end()) {
+      try {
+        s.model_settings = ModelSettings::from_json(*settings);
+      } catch (const ModelSettingsError& e) {
+        throw std::invalid_argument(std::string("run state: ") + e.what());
+      }
+    }
     return s;
   } catch (const Json::exception& e) {
     throw std::invalid_argument(std::string("run state: malformed document: ") + e.what());
@@ -180,13 +188,27 @@ RunResult RunHandle::wait(Observer* observer) {
   return driver_->result();
 }
 
+namespace {
+
+// The names tool_choice may name: the tools the model is shown.
+std::vector<std::string> advertised_tools(const Cognition& cognition) {
+  std::vector<std::string> names;
+  for (const ToolSpec* spec : cognition.tools().schemas()) names.push_back(spec->name);
+  return names;
+}
+
+}  // namespace
+
 Agent::Agent(std::string name, std::string model, std::string prompt, std::shared_ptr<const Cognition> cognition,
              AgentOptions options)
     : name_(std::move(name)),
       model_(std::move(model)),
       prompt_(std::move(prompt)),
       cognition_(cognition ? std::move(cognition) : std::make_shared<const cognition::ReActCognition>()),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  const std::vector<std::string> tools = advertised_tools(*cognition_);
+  options_.model_settings.validate(&tools);
+}
 
 // ---------------------------------------------------------------- durability
 
@@ -540,6 +562,11 @@ RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) co
   RunState state;
   state.run_id = options.run_id.empty() ? RunContext::new_id("run") : std::move(options.run_id);
   state.task = sanitize_utf8(std::move(task));
+  if (!options.model_settings.empty()) {
+    const std::vector<std::string> tools = advertised_tools(*cognition_);
+    options.model_settings.validate(&tools);
+    state.model_settings = std::move(options.model_settings);
+  }
   if (!options.session.empty()) {
     state.history = session_history(store_of(ctx, "a session"), ctx.scope, options.session);
     state.session = std::move(options.session);

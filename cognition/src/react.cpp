@@ -286,7 +286,7 @@ class ReActDriver final : public RunHandle::Driver {
     model_slot_ = std::make_shared<ModelSlot>();
     auto executor = ctx_.executor;
     const Schema* output_schema = agent_.options().output ? &agent_.options().output->schema : nullptr;
-    ModelRequest request{agent_.model(), agent_.prompt(), st_.history, specs_, output_schema};
+    ModelRequest request{agent_.model(), agent_.prompt(), st_.history, specs_, output_schema, settings_.get()};
     try {
       // A model with its own non-blocking call is advanced from poll().
       if ((in_flight_ = model_->begin(request, ctx_))) return;
@@ -309,8 +309,8 @@ class ReActDriver final : public RunHandle::Driver {
     pending_->add(1);
     // slot->tools and output_schema point into the agent copy the work holds.
     executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
-                      agent = agent_owner_, output_schema]() mutable {
-      ModelRequest request{agent->model(), agent->prompt(), slot->messages, slot->tools, output_schema};
+                      agent = agent_owner_, output_schema, settings = settings_]() mutable {
+      ModelRequest request{agent->model(), agent->prompt(), slot->messages, slot->tools, output_schema, settings.get()};
       try {
         slot->response = model->complete(request, ctx);
       } catch (...) {
@@ -706,6 +706,9 @@ class ReActDriver final : public RunHandle::Driver {
   std::string error_code_;   // the canonical code of the ModelError that failed the run
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
+  // The agent's model settings overridden by the run's (kept in its state).
+  std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
+      agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));
   std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
