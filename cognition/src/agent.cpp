@@ -199,6 +199,25 @@ std::vector<std::string> advertised_tools(const Cognition& cognition) {
 
 }  // namespace
 
+Schema close_objects(Schema schema) {
+  if (!schema.is_object()) return schema;
+  if (schema.contains("properties") && !schema.contains("additionalProperties")) schema["additionalProperties"] = false;
+  for (const char* key : {"properties", "$defs", "definitions"}) {  // name -> schema
+    if (auto it = schema.find(key); it != schema.end() && it->is_object()) {
+      for (auto& [name, sub] : it->items()) sub = close_objects(std::move(sub));
+    }
+  }
+  for (const char* key : {"items", "additionalProperties"}) {
+    if (auto it = schema.find(key); it != schema.end()) *it = close_objects(std::move(*it));
+  }
+  for (const char* key : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    if (auto it = schema.find(key); it != schema.end() && it->is_array()) {
+      for (auto& sub : *it) sub = close_objects(std::move(sub));
+    }
+  }
+  return schema;
+}
+
 Agent::Agent(std::string name, std::string model, std::string prompt, std::shared_ptr<const Cognition> cognition,
              AgentOptions options)
     : name_(std::move(name)),

@@ -239,3 +239,19 @@ TEST_CASE("a run's own settings survive suspension: resume and the stored state 
   doc["model_settings"] = {{"temperature", "hot"}};
   CHECK_THROWS_WITH(agentkit::RunState::from_json(doc), Catch::Contains("temperature"));
 }
+
+TEST_CASE("close_objects: every object schema with properties is closed; property names are not schemas",
+          "[settings][output]") {
+  const agentkit::Schema in = agentkit::Schema::parse(
+      R"({"type":"object","properties":{"properties":{"type":"object","properties":{"a":{"type":"string"}}},)"
+      R"("list":{"type":"array","items":{"type":"object","properties":{"b":{"type":"integer"}}}},)"
+      R"("map":{"type":"object","additionalProperties":{"type":"string"}},)"
+      R"("either":{"anyOf":[{"type":"object","properties":{"c":{"type":"null"}}},{"type":"null"}]}}})");
+  const agentkit::Schema out = agentkit::close_objects(in);
+  CHECK(out["additionalProperties"] == false);
+  CHECK(out["properties"]["properties"]["additionalProperties"] == false);
+  CHECK_FALSE(out["properties"].contains("additionalProperties"));  // a name map, not a schema
+  CHECK(out["properties"]["list"]["items"]["additionalProperties"] == false);
+  CHECK(out["properties"]["map"]["additionalProperties"] == agentkit::Schema::parse(R"({"type":"string"})"));
+  CHECK(out["properties"]["either"]["anyOf"][0]["additionalProperties"] == false);
+}

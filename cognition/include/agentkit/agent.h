@@ -346,9 +346,17 @@ struct OutputSpec {
   std::function<bool(const Json&, DecodeState&)> validate;
 };
 
+// `schema` with "additionalProperties": false on every object schema that
+// lists `properties` and says nothing about other keys: what a described
+// struct's decoder already enforces (it refuses unknown keys), written into
+// the schema so a provider's strict mode can take it (see output_type<T>()).
+Schema close_objects(Schema schema);
+
+// The schema is schema_of<T>() closed with close_objects(): a struct whose
+// fields are all required then meets OpenAI's strict structured-output rules.
 template <class T>
 OutputSpec output_type() {
-  return {schema_of<T>(), Codec<T>::type_name(), [](const Json& v, DecodeState& st) {
+  return {close_objects(schema_of<T>()), Codec<T>::type_name(), [](const Json& v, DecodeState& st) {
             T tmp{};
             return Codec<T>::decode(v, tmp, st);
           }};
