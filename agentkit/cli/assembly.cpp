@@ -192,8 +192,13 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
   agent_options.max_iterations = config.max_iterations;
   agent_options.max_repairs = config.max_repairs;
   agent_options.pricing = config.pricing;
-  return std::make_shared<const Agent>(
-      config.name, key, prompt, std::make_shared<const cognition::ReActCognition>(std::move(registry)), agent_options);
+  agent_options.model_settings = config.model_settings;
+  try {
+    return std::make_shared<const Agent>(
+        config.name, key, prompt, std::make_shared<const cognition::ReActCognition>(std::move(registry)), agent_options);
+  } catch (const ModelSettingsError& e) {
+    throw ConfigError(config.file, config.model_settings_line, e.what());  // a tool_choice naming no tool of the agent
+  }
 }
 
 }  // namespace agentkit::cli

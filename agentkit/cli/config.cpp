@@ -287,7 +287,7 @@ class Loader {
   AgentConfig read(const fs::path& file, const YAML::Node& root) {
     const Section top(file, root, "agent",
                       {"name", "description", "model", "base_url", "api_key_env", "prompt", "prompt_file", "autonomy",
-                       "limits", "budget", "pricing", "session", "egress", "tools"});
+                       "limits", "budget", "pricing", "session", "egress", "tools", "model_settings", "settings"});
     AgentConfig config;
     config.file = file;
     config.name = top.required<std::string>("name");
@@ -311,6 +311,12 @@ class Loader {
       if (config.budget.cost_usd && !config.pricing) {
         budget.fail("cost_usd", "needs 'pricing: {input_usd_per_mtok, output_usd_per_mtok}', the model's prices");
       }
+    }
+    if (top.has("model_settings") && top.has("settings")) {
+      top.fail("settings", "repeats 'model_settings' (the same field under another name); keep one");
+    }
+    for (const char* key : {"model_settings", "settings"}) {
+      if (top.has(key)) read_model_settings(top, key, config);
     }
     config.session = top.get_or<std::string>("session", {});
     config.egress = top.get_or<std::vector<std::string>>("egress", {});
@@ -359,6 +365,24 @@ class Loader {
     std::stringstream text;
     text << in.rdbuf();
     config.prompt = text.str();
+  }
+
+  // One checker for YAML and C++ alike (ModelSettings::from_json); its
+  // error names the key, found here for its line.
+  static void read_model_settings(const Section& top, const std::string& key, AgentConfig& config) {
+    const YAML::Node node = top.node(key);
+    if (!node.IsMap()) top.fail(key, "must be a mapping, not " + shown(node));
+    config.model_settings_line = top.line(key);
+    try {
+      config.model_settings = ModelSettings::from_json(to_json(node));
+    } catch (const ModelSettingsError& e) {
+      const std::string name = e.setting().substr(0, e.setting().find_first_of(".["));
+      int line = top.line(key);
+      for (const auto& entry : node) {
+        if (entry.first.IsScalar() && entry.first.Scalar() == name) line = line_of(entry.first);
+      }
+      top.fail_at(line, std::string(e.what()) + " (in " + key + ")");
+    }
   }
 
   static void read_limits(const Section& limits, AgentConfig& config) {

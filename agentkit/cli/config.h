@@ -13,6 +13,7 @@
 //   limits: {max_iterations: 10, max_repairs: 3}
 //   budget: {steps: 20, tool_calls: 40, tokens: 200000, cost_usd: 1.5, wall_time_s: 300}
 //   pricing: {input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}   # needed by cost_usd
+//   model_settings: {temperature: 0.2, max_output_tokens: 800, tool_choice: auto}   # see ModelSettings
 //   session: support-desk              # optional: continue this conversation across runs
 //   egress: [https://api.example.com, "http://127.0.0.1:8080"]   # where REST tools may connect
 //   tools:
@@ -46,6 +47,13 @@
 // fs_read_file), then either `command` with `args`, `env`, `inherit_env`
 // and `cwd` (stdio), or `url` with `headers` (Streamable HTTP); `timeout_s`.
 // `${VAR}` in `env` and `headers` values is read from the environment.
+//
+// Model settings (`model_settings`, also spelled `settings`): temperature,
+// top_p, max_output_tokens, stop (a list), seed, tool_choice (auto,
+// required, none, or {tool: <name>}), parallel_tool_calls,
+// reasoning_effort (minimal, low, medium, high), thinking_budget_tokens,
+// extra (a mapping merged into the provider's request body); the keys and
+// checks of ModelSettings::from_json, reported at the offending key's line.
 //
 // Relative paths are relative to the file that names them; a stdio MCP
 // server starts in that file's directory (or `cwd`), so relative paths in
@@ -132,6 +140,8 @@ struct AgentConfig {
   int max_repairs = 3;
   BudgetLimits budget;
   std::optional<Pricing> pricing;  // USD per million tokens; required by budget.cost_usd
+  ModelSettings model_settings;    // checked while loading (a tool_choice's tool when the agent is built)
+  int model_settings_line = 0;
   std::string session;
   std::vector<std::string> egress;  // allowlist rules, each checked by EgressRule::parse
 

@@ -98,6 +98,7 @@ Json document(const RunState& s, Json history_json) {
     if (f->retry_after) details["retry_after_ms"] = f->retry_after->count();
     if (!details.empty()) doc["failure"] = std::move(details);
   }
+  if (s.model_settings) doc["model_settings"] = s.model_settings->to_json();
   return doc;
 }
 
@@ -189,6 +190,13 @@ RunState RunState::from_json(const Json& j) {
       }
       s.failure = std::move(f);
     }
+    if (auto settings = j.find("model_settings"); settings != j.end()) {
+      try {
+        s.model_settings = ModelSettings::from_json(*settings);
+      } catch (const ModelSettingsError& e) {
+        throw Error(ErrorCode::invalid_argument, std::string("run state: ") + e.what());
+      }
+    }
     return s;
   } catch (const Json::exception& e) {
     throw Error(ErrorCode::invalid_argument, std::string("run state: malformed document: ") + e.what());
@@ -209,13 +217,46 @@ RunResult RunHandle::wait(Observer* observer) {
   return driver_->result();
 }
 
+namespace {
+
+// The names tool_choice may name: the tools the model is shown.
+std::vector<std::string> advertised_tools(const Cognition& cognition) {
+  std::vector<std::string> names;
+  for (const ToolSpec* spec : cognition.tools().schemas()) names.push_back(spec->name);
+  return names;
+}
+
+}  // namespace
+
+Schema close_objects(Schema schema) {
+  if (!schema.is_object()) return schema;
+  if (schema.contains("properties") && !schema.contains("additionalProperties")) schema["additionalProperties"] = false;
+  for (const char* key : {"properties", "$defs", "definitions"}) {  // name -> schema
+    if (auto it = schema.find(key); it != schema.end() && it->is_object()) {
+      for (auto& [name, sub] : it->items()) sub = close_objects(std::move(sub));
+    }
+  }
+  for (const char* key : {"items", "additionalProperties"}) {
+    if (auto it = schema.find(key); it != schema.end()) *it = close_objects(std::move(*it));
+  }
+  for (const char* key : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    if (auto it = schema.find(key); it != schema.end() && it->is_array()) {
+      for (auto& sub : *it) sub = close_objects(std::move(sub));
+    }
+  }
+  return schema;
+}
+
 Agent::Agent(std::string name, std::string model, std::string prompt, std::shared_ptr<const Cognition> cognition,
              AgentOptions options)
     : name_(std::move(name)),
       model_(std::move(model)),
       prompt_(std::move(prompt)),
       cognition_(cognition ? std::move(cognition) : std::make_shared<const cognition::ReActCognition>()),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  const std::vector<std::string> tools = advertised_tools(*cognition_);
+  options_.model_settings.validate(&tools);
+}
 
 // ---------------------------------------------------------------- durability
 
@@ -571,6 +612,11 @@ RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) co
   RunState state;
   state.run_id = options.run_id.empty() ? RunContext::new_id("run") : std::move(options.run_id);
   state.task = sanitize_utf8(std::move(task));
+  if (!options.model_settings.empty()) {
+    const std::vector<std::string> tools = advertised_tools(*cognition_);
+    options.model_settings.validate(&tools);
+    state.model_settings = std::move(options.model_settings);
+  }
   if (!options.session.empty()) {
     state.history = session_history(store_of(ctx, "a session"), ctx.scope, options.session);
     state.session = std::move(options.session);

@@ -307,7 +307,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         next.call.tools ? std::span<const ToolSpec* const>(specs_) : std::span<const ToolSpec* const>();
     model_slot_->system = std::move(next.call.system);
     const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_.prompt();
-    ModelRequest request{agent_.model(), system, st_.history, tools, output_schema};
+    ModelRequest request{agent_.model(), system, st_.history, tools, output_schema, settings_.get()};
     try {
       // A model with its own non-blocking call is advanced from poll().
       if ((in_flight_ = model_->begin(request, ctx_))) return;
@@ -331,9 +331,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // The work shares the slot (its messages, tools and prompt) and the agent
     // copy (its name, prompt and output schema), never the engine.
     executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
-                      agent = agent_owner_, output_schema]() mutable {
+                      agent = agent_owner_, output_schema, settings = settings_]() mutable {
       const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
-      ModelRequest request{agent->model(), system, slot->messages, slot->tools, output_schema};
+      ModelRequest request{agent->model(), system, slot->messages, slot->tools, output_schema, settings.get()};
       try {
         slot->response = model->complete(request, ctx);
       } catch (...) {
@@ -706,6 +706,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::optional<Failure> cause_;        // what fails the run: its code and details (finish() adds the message)
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
   std::vector<const ToolSpec*> specs_;
+  // The agent's model settings overridden by the run's (kept in its state).
+  std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
+      agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));
   std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;

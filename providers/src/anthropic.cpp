@@ -1,5 +1,8 @@
 #include <agentkit/providers/anthropic.h>
 
+#include <algorithm>
+
+#include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
 
 #include "pending_call.h"
@@ -33,6 +36,170 @@ Schema input_of(const ToolCall& c) {
   if (c.arguments.is_object()) return Schema::parse(c.arguments.dump());
   return Schema::object();
 }
+
+constexpr const char* kProvider = "Anthropic";
+
+[[noreturn]] void refuse(const std::string& setting, const std::string& problem) {
+  throw UnsupportedSetting(kProvider, setting, problem);
+}
+
+// Anthropic's input_schema must be an object schema: any other output type
+// travels wrapped as {"value": ...}.
+bool wraps_output(const Schema& schema) { return !(schema.is_object() && schema.value("type", Schema()) == "object"); }
+
+Schema final_answer_tool(const Schema& output) {
+  Schema tool = Schema::object();
+  tool["name"] = std::string(kFinalAnswerTool);
+  tool["description"] =
+      "Give your final answer. Call this once, when you have everything you need, with the answer as its input; "
+      "call the other tools first if you need them.";
+  if (wraps_output(output)) {
+    Schema wrapped = Schema::object();
+    wrapped["type"] = "object";
+    wrapped["properties"] = Schema::object();
+    wrapped["properties"]["value"] = output;
+    wrapped["required"] = Schema::array({"value"});
+    tool["input_schema"] = std::move(wrapped);
+  } else {
+    tool["input_schema"] = output;
+  }
+  return tool;
+}
+
+Schema tool_choice_json(const ToolChoice& choice) {
+  Schema out = Schema::object();
+  switch (choice.mode) {
+    case ToolChoice::Mode::automatic: out["type"] = "auto"; break;
+    case ToolChoice::Mode::required: out["type"] = "any"; break;
+    case ToolChoice::Mode::none: out["type"] = "none"; break;
+    case ToolChoice::Mode::tool:
+      out["type"] = "tool";
+      out["name"] = choice.tool;
+      break;
+  }
+  return out;
+}
+
+// The settings as Messages fields, the declared output type as a
+// final_answer tool, and the tool_choice that goes with both.
+void apply_settings(Schema& body, const ModelRequest& request, const AnthropicOptions& options) {
+  static const ModelSettings kNone;
+  const ModelSettings& s = request.settings ? *request.settings : kNone;
+  if (s.seed) refuse("seed", "is not supported by the Messages API");
+  if (s.reasoning_effort) refuse("reasoning_effort", "is not supported (it is OpenAI's); use thinking_budget_tokens");
+  if (s.temperature) {
+    if (*s.temperature > 1) refuse("temperature", "must be from 0 to 1, not " + std::to_string(*s.temperature));
+    body["temperature"] = *s.temperature;
+  }
+  if (s.top_p) body["top_p"] = *s.top_p;
+  const int max_tokens = s.max_output_tokens.value_or(options.max_tokens);
+  body["max_tokens"] = max_tokens;
+  if (s.stop && !s.stop->empty()) body["stop_sequences"] = *s.stop;
+  const bool thinking = s.thinking_budget_tokens.has_value();
+  if (thinking) {
+    const int budget = *s.thinking_budget_tokens;
+    if (budget < 1024) refuse("thinking_budget_tokens", "must be at least 1024, not " + std::to_string(budget));
+    if (budget >= max_tokens) {
+      refuse("thinking_budget_tokens", "(" + std::to_string(budget) + ") must be less than max_tokens (" +
+                                           std::to_string(max_tokens) + "); raise max_output_tokens");
+    }
+    Schema block = Schema::object();
+    block["type"] = "enabled";
+    block["budget_tokens"] = budget;
+    body["thinking"] = std::move(block);
+  }
+
+  const auto advertises = [&](std::string_view name) {
+    return std::any_of(request.tools.begin(), request.tools.end(), [&](const ToolSpec* t) { return t->name == name; });
+  };
+  std::optional<Schema> choice;
+  if (s.tool_choice) {
+    const ToolChoice& c = *s.tool_choice;
+    if (c.mode == ToolChoice::Mode::tool && !advertises(c.tool)) {
+      refuse("tool_choice", "names the tool '" + c.tool + "', which this request does not advertise");
+    }
+    if (thinking && (c.mode == ToolChoice::Mode::required || c.mode == ToolChoice::Mode::tool)) {
+      refuse("tool_choice", "cannot force tool use while thinking_budget_tokens (extended thinking) is set");
+    }
+    if (request.tools.empty() && !request.output_schema) {
+      if (c.mode == ToolChoice::Mode::required) refuse("tool_choice", "is 'required' but the request has no tools");
+    } else {
+      choice = tool_choice_json(c);
+    }
+  }
+  if (request.output_schema) {
+    if (advertises(kFinalAnswerTool)) {
+      refuse("output", "needs the tool name '" + std::string(kFinalAnswerTool) +
+                           "' for the final answer, but the agent has a tool of that name");
+    }
+    if (!body.contains("tools")) body["tools"] = Schema::array();
+    body["tools"].push_back(final_answer_tool(*request.output_schema));
+    // Forced when nothing else needs calling first; "any" keeps the real
+    // tools callable; extended thinking allows no forcing at all.
+    if (!choice) {
+      Schema forced = Schema::object();
+      if (thinking) {
+        forced["type"] = "auto";
+      } else if (request.tools.empty()) {
+        forced["type"] = "tool";
+        forced["name"] = std::string(kFinalAnswerTool);
+      } else {
+        forced["type"] = "any";
+      }
+      choice = std::move(forced);
+    }
+  }
+  if (s.parallel_tool_calls && body.contains("tools")) {
+    if (!choice) choice = tool_choice_json(ToolChoice::automatic());
+    (*choice)["disable_parallel_tool_use"] = !*s.parallel_tool_calls;
+  }
+  if (choice) body["tool_choice"] = std::move(*choice);
+}
+
+// The final_answer call as the answer text the run loop validates: its
+// input (unwrapped from {"value": ...}) as JSON. Beside other tool calls it
+// is dropped: the model answers again once their results are in.
+void take_final_answer(ModelResponse& response, bool wrapped) {
+  auto& calls = response.message.tool_calls;
+  auto it = std::find_if(calls.begin(), calls.end(), [](const ToolCall& c) { return c.name == kFinalAnswerTool; });
+  if (it == calls.end()) return;
+  if (calls.size() > 1) {
+    calls.erase(it);
+    return;
+  }
+  std::string text;
+  Json input = it->arguments;
+  if (!it->arguments_text.empty()) {
+    input = Json::parse(it->arguments_text, nullptr, false);
+    if (input.is_discarded()) text = it->arguments_text;  // cut short: the loop's validation repairs it
+  }
+  if (text.empty()) {
+    if (wrapped && input.is_object() && input.contains("value")) input = input["value"];
+    text = input.dump();
+  }
+  response.message.content = std::move(text);
+  calls.clear();
+  if (response.finish_reason == "tool_calls") response.finish_reason = "stop";
+}
+
+// A call whose response goes through take_final_answer.
+class FinalAnswerCompletion final : public PendingCompletion {
+ public:
+  FinalAnswerCompletion(std::unique_ptr<PendingCompletion> inner, bool wrapped)
+      : inner_(std::move(inner)), wrapped_(wrapped) {}
+  bool poll() override { return inner_->poll(); }
+  void wait(std::chrono::milliseconds max) override { inner_->wait(max); }
+  ModelResponse take() override {
+    ModelResponse response = inner_->take();
+    take_final_answer(response, wrapped_);
+    return response;
+  }
+  void cancel() override { inner_->cancel(); }
+
+ private:
+  std::unique_ptr<PendingCompletion> inner_;
+  bool wrapped_;
+};
 
 }  // namespace
 
@@ -96,6 +263,8 @@ Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& optio
     body["tools"] = std::move(tools);
   }
   if (stream) body["stream"] = true;
+  apply_settings(body, request, options);
+  if (request.settings) merge_extra(body, request.settings->extra);
   return body;
 }
 
@@ -221,11 +390,15 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
   if (!options_.api_key.empty()) http.headers.emplace_back("x-api-key", options_.api_key);
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = anthropic_body(request, options_, options_.stream).dump();
+  std::unique_ptr<PendingCompletion> call;
   if (options_.stream) {
-    return std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(
+    call = std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(
         *transport_, std::move(http), ctx.cancellation, anthropic_reply(), detail::text_deltas(ctx));
+  } else {
+    call = std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation, anthropic_reply());
   }
-  return std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation, anthropic_reply());
+  if (!request.output_schema) return call;
+  return std::make_unique<FinalAnswerCompletion>(std::move(call), wraps_output(*request.output_schema));
 }
 
 ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {

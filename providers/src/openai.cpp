@@ -1,5 +1,8 @@
 #include <agentkit/providers/openai.h>
 
+#include <algorithm>
+
+#include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
 
 #include "pending_call.h"
@@ -61,6 +64,68 @@ Usage usage_of(const Json& u) {
 
 std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
 
+constexpr const char* kProvider = "OpenAI chat";
+
+[[noreturn]] void refuse(const std::string& setting, const std::string& problem) {
+  throw UnsupportedSetting(kProvider, setting, problem);
+}
+
+bool advertises(const ModelRequest& request, std::string_view name) {
+  return std::any_of(request.tools.begin(), request.tools.end(), [&](const ToolSpec* t) { return t->name == name; });
+}
+
+Schema tool_choice_json(const ToolChoice& choice) {
+  switch (choice.mode) {
+    case ToolChoice::Mode::automatic: return "auto";
+    case ToolChoice::Mode::required: return "required";
+    case ToolChoice::Mode::none: return "none";
+    case ToolChoice::Mode::tool: break;
+  }
+  Schema function = Schema::object();
+  function["name"] = choice.tool;
+  Schema out = Schema::object();
+  out["type"] = "function";
+  out["function"] = std::move(function);
+  return out;
+}
+
+// The settings as Chat Completions fields. Tool fields are sent only with
+// tools (the API refuses them otherwise); a choice that needs a tool when
+// there is none is refused.
+void apply_settings(Schema& body, const ModelRequest& request) {
+  static const ModelSettings kNone;
+  const ModelSettings& s = request.settings ? *request.settings : kNone;
+  if (s.thinking_budget_tokens) {
+    refuse("thinking_budget_tokens", "is not supported (it is Anthropic's); use reasoning_effort");
+  }
+  if (s.temperature) body["temperature"] = *s.temperature;
+  if (s.top_p) body["top_p"] = *s.top_p;
+  if (s.max_output_tokens) {
+    // The current field (reasoning models refuse max_tokens); it replaces OpenAIOptions::max_tokens.
+    body.erase("max_tokens");
+    body["max_completion_tokens"] = *s.max_output_tokens;
+  }
+  if (s.stop && !s.stop->empty()) {
+    if (s.stop->size() > 4) refuse("stop", "takes at most 4 sequences, not " + std::to_string(s.stop->size()));
+    body["stop"] = *s.stop;
+  }
+  if (s.seed) body["seed"] = *s.seed;
+  if (s.tool_choice) {
+    const ToolChoice& choice = *s.tool_choice;
+    if (choice.mode == ToolChoice::Mode::tool && !advertises(request, choice.tool)) {
+      refuse("tool_choice", "names the tool '" + choice.tool + "', which this request does not advertise");
+    }
+    if (request.tools.empty()) {
+      if (choice.mode == ToolChoice::Mode::required) refuse("tool_choice", "is 'required' but the request has no tools");
+      body.erase("tool_choice");
+    } else {
+      body["tool_choice"] = tool_choice_json(choice);
+    }
+  }
+  if (s.parallel_tool_calls && !request.tools.empty()) body["parallel_tool_calls"] = *s.parallel_tool_calls;
+  if (s.reasoning_effort) body["reasoning_effort"] = std::string(to_string(*s.reasoning_effort));
+}
+
 }  // namespace
 
 std::string openai_finish_reason(std::string_view reason) {
@@ -88,6 +153,18 @@ Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& option
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
+  if (request.output_schema) {
+    Schema json_schema = Schema::object();
+    json_schema["name"] = std::string(kFinalAnswerTool);
+    json_schema["schema"] = *request.output_schema;
+    json_schema["strict"] = openai_strict_compatible(*request.output_schema);
+    Schema format = Schema::object();
+    format["type"] = "json_schema";
+    format["json_schema"] = std::move(json_schema);
+    body["response_format"] = std::move(format);
+  }
+  apply_settings(body, request);
+  if (request.settings) merge_extra(body, request.settings->extra);
   return body;
 }
 

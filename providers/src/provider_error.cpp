@@ -66,6 +66,7 @@ struct ErrorBody {
   std::string message;
   std::string type;
   std::string code;
+  std::string param;  // OpenAI: the request field it refused ("temperature")
 };
 
 std::string string_field(const nlohmann::json& j, const char* key) {
@@ -86,6 +87,7 @@ ErrorBody error_fields(const nlohmann::json& error) {
     out.message = string_field(error, "message");
     out.type = string_field(error, "type");
     out.code = string_field(error, "code");
+    out.param = string_field(error, "param");
   }
   return out;
 }
@@ -186,6 +188,9 @@ ProviderError error_from_response(const HttpResponse& response) {
     message = excerpt(response.body, 200);
   } else {
     message = std::string(to_string(code));
+  }
+  if (body && !body->param.empty()) {
+    message += " (param '" + excerpt(body->param, 60) + "')";
   }
   message += " (HTTP " + std::to_string(status) + ")";
 

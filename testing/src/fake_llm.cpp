@@ -9,6 +9,7 @@ ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext&) {
     Request r{std::string(request.model), std::string(request.system),
               std::vector<Message>(request.messages.begin(), request.messages.end()), {}};
     for (const ToolSpec* spec : request.tools) r.tools.push_back(spec->name);
+    if (request.settings) r.settings = *request.settings;
     requests_.push_back(std::move(r));
   }
   if (next_ >= turns_.size()) {

@@ -862,8 +862,8 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(file.string() + ":6: unknown field 'promt' in agent; accepted fields: api_key_env, autonomy, "
-                                     "base_url, budget, description, egress, limits, model, name, pricing, prompt, prompt_file, "
-                                     "session, tools") != std::string::npos);
+                                     "base_url, budget, description, egress, limits, model, model_settings, name, pricing, "
+                                     "prompt, prompt_file, session, settings, tools") != std::string::npos);
     CHECK(model.requests().empty());
   }
   SECTION("an unknown field inside a tool") {
@@ -965,6 +965,49 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     CHECK(help.exit_code == 0);
     CHECK(help.out.find("Exit codes:") != std::string::npos);
   }
+}
+
+TEST_CASE("model_settings in YAML reach the request; unknown keys and wrong types name the key and line",
+          "[cli][config][settings]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(answer({"Sunny."}));
+  const auto file = dir.write(
+      "s.yaml", agent_yaml(model, "model_settings:\n  temperature: 0.3\n  max_output_tokens: 120\n  stop: [END]\n"
+                                  "  seed: 11\n  extra: {service_tier: flex}\n"));
+  const Outcome r = run_cli(dir, {"run", file.string(), "Weather?", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  REQUIRE(model.requests().size() == 1);
+  const Json body = Json::parse(model.requests()[0].body);
+  CHECK(body["temperature"] == 0.3);
+  CHECK(body["max_completion_tokens"] == 120);
+  CHECK(body["stop"] == Json({"END"}));
+  CHECK(body["seed"] == 11);
+  CHECK(body["service_tier"] == "flex");
+
+  const auto unknown = dir.write("u.yaml", agent_yaml(model, "settings:\n  temperature: 0.3\n  temprature: 0.5\n"));
+  const Outcome u = run_cli(dir, {"validate", unknown.string()});
+  CHECK(u.exit_code == 2);
+  CHECK(u.err.find("u.yaml:8: model setting 'temprature' is not a model setting; accepted: extra,") != std::string::npos);
+  const auto wrong = dir.write("w.yaml", agent_yaml(model, "model_settings:\n  top_p: \"high\"\n"));
+  CHECK(run_cli(dir, {"validate", wrong.string()}).err.find("w.yaml:7: model setting 'top_p' must be a number, not string") !=
+        std::string::npos);
+  const auto range = dir.write("r.yaml", agent_yaml(model, "model_settings: {temperature: -1}\n"));
+  CHECK(run_cli(dir, {"validate", range.string()}).err.find("r.yaml:6: model setting 'temperature' must be a number from 0 to 2") !=
+        std::string::npos);
+  const auto core = dir.write("c.yaml", agent_yaml(model, "model_settings: {extra: {messages: []}}\n"));
+  CHECK(run_cli(dir, {"validate", core.string()}).err.find("model setting 'extra.messages' is written by agentkit") !=
+        std::string::npos);
+  const auto both = dir.write("b.yaml", agent_yaml(model, "settings: {seed: 1}\nmodel_settings: {seed: 2}\n"));
+  CHECK(run_cli(dir, {"validate", both.string()}).exit_code == 2);
+  const auto not_map = dir.write("n.yaml", agent_yaml(model, "model_settings: [temperature]\n"));
+  CHECK(run_cli(dir, {"validate", not_map.string()}).err.find("'model_settings' in agent must be a mapping") !=
+        std::string::npos);
+  const auto no_tool = dir.write("t.yaml", agent_yaml(model, "model_settings: {tool_choice: {tool: launch}}\n"));
+  const Outcome t = run_cli(dir, {"run", no_tool.string(), "Go", "--store", dir.store()});
+  CHECK(t.exit_code == 2);
+  CHECK(t.err.find("launch") != std::string::npos);
+  CHECK(model.requests().size() == 1);  // nothing more was sent
 }
 
 TEST_CASE("a base URL without a scheme is refused in the model string as in base_url, before any request",

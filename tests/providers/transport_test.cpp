@@ -580,7 +580,7 @@ TEST_CASE("error_from_response builds the message from the provider's error body
     return std::string(error_from_response({status, {}, std::move(body)}).what());
   };
   CHECK(message_of(400, R"({"error":{"message":"Invalid 'messages'","type":"invalid_request_error","param":"messages","code":null}})") ==
-        "Invalid 'messages' (HTTP 400)");
+        "Invalid 'messages' (param 'messages') (HTTP 400)");
   CHECK(message_of(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}})") ==
         "max_tokens: required (HTTP 400)");
   CHECK(message_of(502, "<html>Bad Gateway</html>") == "<html>Bad Gateway</html> (HTTP 502)");

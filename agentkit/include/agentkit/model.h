@@ -1,6 +1,7 @@
 #pragma once
 // Models are an interface: FakeLLM and the provider adapters implement it.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <agentkit/error.h>
 #include <agentkit/messages.h>
@@ -17,6 +19,101 @@ namespace agentkit {
 
 class RunContext;
 
+// Which tool the model may or must call: any or none (automatic), at least
+// one (required), none (none), or exactly the named tool (tool).
+struct ToolChoice {
+  enum class Mode { automatic, required, none, tool };
+  Mode mode = Mode::automatic;
+  std::string tool;  // Mode::tool: the tool's name (an advertised tool of the agent)
+
+  static ToolChoice automatic() { return {}; }
+  static ToolChoice required() { return {Mode::required, {}}; }
+  static ToolChoice none() { return {Mode::none, {}}; }
+  static ToolChoice named(std::string name) { return {Mode::tool, std::move(name)}; }
+  friend bool operator==(const ToolChoice&, const ToolChoice&) = default;
+};
+
+// How hard an OpenAI reasoning model thinks before answering.
+enum class ReasoningEffort { minimal, low, medium, high };
+// "minimal", "low", "medium", "high".
+std::string_view to_string(ReasoningEffort effort) noexcept;
+
+// A setting or value a model settings object cannot carry: out of range
+// (a NaN or negative temperature, top_p above 1, max_output_tokens 0, an
+// empty stop string), `extra` that is not an object or that names a key the
+// request itself writes, or a tool_choice naming a tool the agent lacks.
+// Thrown where the settings are given: Agent's constructor (AgentOptions),
+// Agent::start (RunOptions), ModelSettings::from_json (the CLI's YAML).
+// `setting()` is the field's name ("temperature", "extra.messages").
+class ModelSettingsError : public std::invalid_argument {
+ public:
+  ModelSettingsError(std::string setting, const std::string& problem)
+      : std::invalid_argument("model setting '" + setting + "' " + problem), setting_(std::move(setting)) {}
+  const std::string& setting() const noexcept { return setting_; }
+
+ private:
+  std::string setting_;
+};
+
+// How the model is asked to generate: every field is optional, and an unset
+// field is left to the provider (or to the adapter's own options, such as
+// AnthropicOptions::max_tokens). Set on AgentOptions::model_settings for
+// every run of an agent and on RunOptions::model_settings for one run (the
+// run's fields override the agent's one by one, see merged()); the run
+// engine hands the result to the model on ModelRequest::settings.
+//
+// Each adapter maps every field it supports onto its wire format and throws
+// a ProviderError (code invalid) naming the setting and the provider, before
+// anything is sent, for one it does not: Anthropic has no seed and no
+// reasoning_effort, OpenAI chat no thinking_budget_tokens. Nothing is
+// silently dropped. A model that is not a provider adapter (FakeLLM, a
+// host's own) may ignore them.
+//
+// `extra` is a JSON object merged last into the provider's request body:
+// objects merge key by key, recursively; any other value replaces what is
+// there. It MUST NOT name the keys agentkit writes from the request itself
+// (model, messages, system, tools, stream, stream_options): those are
+// refused with a ModelSettingsError, so `extra` can add provider-specific
+// fields ({"service_tier": "flex"}, {"metadata": {...}}) but never rewrite
+// the conversation.
+//
+// Example:
+//   agentkit::AgentOptions options;
+//   options.model_settings.temperature = 0.2;
+//   options.model_settings.max_output_tokens = 800;
+//   options.model_settings.tool_choice = agentkit::ToolChoice::named("lookup");
+//   options.model_settings.extra = {{"service_tier", "flex"}};
+struct ModelSettings {
+  std::optional<double> temperature;               // finite, 0..2 (Anthropic: 0..1)
+  std::optional<double> top_p;                     // finite, 0..1
+  std::optional<int> max_output_tokens;            // >= 1
+  std::optional<std::vector<std::string>> stop;    // each non-empty; set and empty: none
+  std::optional<std::int64_t> seed;                // OpenAI only
+  std::optional<ToolChoice> tool_choice;
+  std::optional<bool> parallel_tool_calls;         // false: at most one tool call per turn
+  std::optional<ReasoningEffort> reasoning_effort; // OpenAI only
+  std::optional<int> thinking_budget_tokens;       // Anthropic extended thinking: >= 1024, < max tokens
+  Json extra;                                      // null or an object; see above
+
+  // These settings with every field `over` sets taking its place (`extra`:
+  // deep-merged, `over`'s keys winning).
+  ModelSettings merged(const ModelSettings& over) const;
+  // True when no field is set (and `extra` is null or empty).
+  bool empty() const noexcept;
+  // Throws ModelSettingsError for the first value out of range (see the
+  // fields); `tools`, when given, are the names tool_choice may name.
+  void validate(const std::vector<std::string>* tools = nullptr) const;
+
+  // {"temperature": 0.2, "tool_choice": "auto" | "required" | "none" |
+  // {"tool": "name"}, "reasoning_effort": "low", "extra": {...}, ...}: unset
+  // fields are left out. from_json refuses unknown keys and values of the
+  // wrong type with a ModelSettingsError naming the key, and validates.
+  Json to_json() const;
+  static ModelSettings from_json(const Json& j);
+
+  friend bool operator==(const ModelSettings&, const ModelSettings&) = default;
+};
+
 // What one model call sees. Views into the run's own state: a model MUST NOT
 // keep these spans past `complete` (copy what you need).
 struct ModelRequest {
@@ -24,7 +121,13 @@ struct ModelRequest {
   std::string_view system;                 // the agent's prompt
   std::span<const Message> messages;       // history, oldest first
   std::span<const ToolSpec* const> tools;  // advertised tools, sorted by name
-  const Schema* output_schema = nullptr;   // the agent's declared output type, if any
+  // The agent's declared output type, if any. Provider adapters ask for it
+  // natively (OpenAI response_format json_schema; Anthropic a forced
+  // `final_answer` tool turned back into the answer text), and the run
+  // engine still validates the answer and repairs a mismatch.
+  const Schema* output_schema = nullptr;
+  // The run's settings (the agent's, overridden by the run's); null: none.
+  const ModelSettings* settings = nullptr;
 };
 
 struct ModelResponse {

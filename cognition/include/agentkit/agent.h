@@ -115,6 +115,11 @@ struct RunState {
   // Set on RunResult::state when the context has a key; empty otherwise.
   // Checkpoints in a store do not carry it.
   std::string signature;
+  // The run's own RunOptions::model_settings (not the agent's), kept so a
+  // resumed or recovered run asks the model as the run started: resume()
+  // and recover() take no RunOptions. Optional in the document ("model_settings",
+  // written only when set), so v3 documents without it still load.
+  std::optional<ModelSettings> model_settings;
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;
@@ -373,9 +378,17 @@ struct OutputSpec {
   std::function<bool(const Json&, DecodeState&)> validate;
 };
 
+// `schema` with "additionalProperties": false on every object schema that
+// lists `properties` and says nothing about other keys: what a described
+// struct's decoder already enforces (it refuses unknown keys), written into
+// the schema so a provider's strict mode can take it (see output_type<T>()).
+Schema close_objects(Schema schema);
+
+// The schema is schema_of<T>() closed with close_objects(): a struct whose
+// fields are all required then meets OpenAI's strict structured-output rules.
 template <class T>
 OutputSpec output_type() {
-  return {schema_of<T>(), Codec<T>::type_name(), [](const Json& v, DecodeState& st) {
+  return {close_objects(schema_of<T>()), Codec<T>::type_name(), [](const Json& v, DecodeState& st) {
             T tmp{};
             return Codec<T>::decode(v, tmp, st);
           }};
@@ -402,6 +415,11 @@ struct AgentOptions {
   // Set: every model call charges its cost to ctx.budget (which is what
   // BudgetLimits::cost_usd limits) and to RunState::cost_usd.
   std::optional<Pricing> pricing;
+  // How every run of this agent asks its model (temperature, max output
+  // tokens, tool_choice, ...; see <agentkit/model.h>). Checked by Agent's
+  // constructor: a value out of range, or a tool_choice naming a tool the
+  // cognition does not advertise, throws ModelSettingsError.
+  ModelSettings model_settings;
 };
 
 struct RunOptions {
@@ -410,6 +428,12 @@ struct RunOptions {
   // messages are appended to it when the run ends (not while suspended).
   // Needs ctx.store.
   std::string session;
+  // This run's settings: each field set here overrides the agent's
+  // (AgentOptions::model_settings), the others keep the agent's; `extra`
+  // deep-merges. Checked by start() like the agent's (ModelSettingsError,
+  // before anything runs), and kept in RunState::model_settings so they
+  // still apply after a suspension is resumed or a crash recovered.
+  ModelSettings model_settings;
 };
 
 // Example:

@@ -40,6 +40,7 @@ class FakeLLM final : public Model {
     std::string system;
     std::vector<Message> messages;
     std::vector<std::string> tools;  // advertised tool names, in order
+    ModelSettings settings;          // ModelRequest::settings (empty when null)
   };
 
   FakeLLM() = default;
