@@ -45,10 +45,10 @@ std::string_view to_string(ReasoningEffort effort) noexcept;
 // Thrown where the settings are given: Agent's constructor (AgentOptions),
 // Agent::start (RunOptions), ModelSettings::from_json (the CLI's YAML).
 // `setting()` is the field's name ("temperature", "extra.messages").
-class ModelSettingsError : public std::invalid_argument {
+class ModelSettingsError : public Error {
  public:
   ModelSettingsError(std::string setting, const std::string& problem)
-      : std::invalid_argument("model setting '" + setting + "' " + problem), setting_(std::move(setting)) {}
+      : Error(ErrorCode::invalid_argument, "model setting '" + setting + "' " + problem), setting_(std::move(setting)) {}
   const std::string& setting() const noexcept { return setting_; }
 
  private:
