@@ -1,4 +1,5 @@
 #include <agentkit/cognition/react.h>
+#include <agentkit/detail/logging.h>
 
 #include <algorithm>
 #include <atomic>
@@ -240,7 +241,7 @@ class ReActDriver final : public RunHandle::Driver {
           try {
             checkpoint->tidy();
           } catch (const std::exception& e) {
-            (logger ? logger : spdlog::default_logger())
+            agentkit::detail::logger_or_null(logger)
                 ->error("run '{}': tidying its store after its last call ended failed: {}", run_id, e.what());
           }
         });
@@ -251,7 +252,7 @@ class ReActDriver final : public RunHandle::Driver {
         append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
       }
     } catch (const std::exception& e) {
-      (ctx_.logger ? ctx_.logger : spdlog::default_logger())
+      agentkit::detail::logger_or_null(ctx_.logger)
           ->error("run '{}': saving its end state failed: {}", st_.run_id, e.what());
     }
   }

@@ -45,6 +45,8 @@
 #include <string_view>
 #include <vector>
 
+#include <spdlog/fwd.h>
+
 #include <agentkit/tool.h>
 
 namespace agentkit {
@@ -108,12 +110,13 @@ struct SkillChanges {
 // A registry of the skills under one or more directories. Thread-safe: an
 // agent may load skills while the host refreshes. A skill in a later
 // directory overrides one of the same name in an earlier directory (noted in
-// warnings() and logged).
+// warnings() and logged to `logger`, if one is given).
 class Skills {
  public:
   // Discovers every `<dir>/<folder>/SKILL.md`. Throws SkillError for a
-  // missing directory or any invalid skill.
-  explicit Skills(std::vector<std::filesystem::path> directories);
+  // missing directory or any invalid skill. Warnings go to `logger` (nowhere
+  // when null) as well as to warnings().
+  explicit Skills(std::vector<std::filesystem::path> directories, std::shared_ptr<spdlog::logger> logger = nullptr);
   Skills(const Skills&) = delete;
   Skills& operator=(const Skills&) = delete;
 
@@ -151,6 +154,7 @@ class Skills {
   SkillChanges rediscover(std::string fingerprint);
 
   std::vector<std::filesystem::path> directories_;
+  std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::string attempted_fingerprint_;
