@@ -8,9 +8,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <agentkit/detail/logging.h>
+
 namespace agentkit {
 
-ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads) {
+ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdlog::logger> logger)
+    : logger_(detail::logger_or_null(logger)) {
   if (threads == 0) throw Error(ErrorCode::invalid_argument, "ThreadPoolExecutor: needs at least one thread");
   auto work_loop = [this] {
     for (;;) {
@@ -29,9 +32,9 @@ ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads) {
       try {
         work();
       } catch (const std::exception& e) {
-        spdlog::error("ThreadPoolExecutor: submitted work threw: {}", e.what());
+        logger_->error("ThreadPoolExecutor: submitted work threw: {}", e.what());
       } catch (...) {
-        spdlog::error("ThreadPoolExecutor: submitted work threw a non-standard exception");
+        logger_->error("ThreadPoolExecutor: submitted work threw a non-standard exception");
       }
     }
   };

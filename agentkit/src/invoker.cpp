@@ -1,4 +1,5 @@
 #include <agentkit/invoker.h>
+#include <agentkit/detail/logging.h>
 
 #include <stdexcept>
 #include <utility>
@@ -89,7 +90,7 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
     try {
       ledger.end(request, result);
     } catch (const std::exception& e) {
-      (ctx.logger ? ctx.logger : spdlog::default_logger())
+      detail::logger_or_null(ctx.logger)
           ->error("tool '{}' (call {}): recording its outcome failed: {}", request.name, request.call_id, e.what());
     }
   };

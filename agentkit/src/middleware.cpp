@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/errors.h>
+#include <agentkit/detail/logging.h>
 #include <agentkit/invoker.h>
 
 namespace agentkit {
@@ -37,7 +38,7 @@ ToolResult observe(const ToolRequest& req, RunContext& ctx, const Next& next, Re
   return result;
 }
 
-spdlog::logger& logger_of(const RunContext& ctx) { return ctx.logger ? *ctx.logger : *spdlog::default_logger(); }
+spdlog::logger& logger_of(const RunContext& ctx) { return *detail::logger_or_null(ctx.logger); }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // ORed with the request's claim), never cache a failure, and never answer a
 // call that needs approval and has none.
 #include <agentkit/invoker.h>
+#include <agentkit/detail/logging.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -124,7 +125,7 @@ Middleware idempotent(std::chrono::milliseconds retention) {
       try {
         req.ledger->remember(call, result);
       } catch (const std::exception& e) {
-        (ctx.logger ? ctx.logger : spdlog::default_logger())
+        detail::logger_or_null(ctx.logger)
             ->error("tool '{}' (call {}): keeping its result for idempotent() failed: {}", req.name, req.call_id,
                     e.what());
       }

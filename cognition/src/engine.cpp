@@ -1,5 +1,7 @@
 #include <agentkit/cognition/engine.h>
 
+#include <agentkit/detail/logging.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -249,7 +251,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
           try {
             checkpoint->tidy();
           } catch (const std::exception& e) {
-            (logger ? logger : spdlog::default_logger())
+            agentkit::detail::logger_or_null(logger)
                 ->error("run '{}': tidying its store after its last call ended failed: {}", run_id, e.what());
           }
         });
@@ -260,7 +262,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
       }
     } catch (const std::exception& e) {
-      (ctx_.logger ? ctx_.logger : spdlog::default_logger())
+      agentkit::detail::logger_or_null(ctx_.logger)
           ->error("run '{}': saving its end state failed: {}", st_.run_id, e.what());
     }
   }

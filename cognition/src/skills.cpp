@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <agentkit/detail/logging.h>
 #include <agentkit/errors.h>
 #include <agentkit/function_tool.h>
 
@@ -375,7 +376,8 @@ struct Skills::Snapshot {
   std::uint64_t revision = 0;
 };
 
-Skills::Skills(std::vector<fs::path> directories) {
+Skills::Skills(std::vector<fs::path> directories, std::shared_ptr<spdlog::logger> logger)
+    : logger_(detail::logger_or_null(logger)) {
   if (directories.empty()) throw SkillError("no skills directory given");
   for (auto& dir : directories) {
     std::error_code ec;
@@ -408,7 +410,7 @@ SkillChanges Skills::rediscover(std::string fingerprint) {
       if (const auto it = next->skills.find(name); it != next->skills.end()) {
         next->warnings.push_back("skill '" + name + "' in " + root.string() + " overrides the one in " +
                                  it->second.directory.parent_path().string());
-        spdlog::warn("{}", next->warnings.back());
+        logger_->warn("{}", next->warnings.back());
       }
       next->stamps[name] = stamp_of(parsed.skill.file).value_or("");
       next->skills[name] = std::move(parsed.skill);

@@ -14,6 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/providers/mcp.h>
+#include <agentkit/detail/logging.h>
+#include <agentkit/redact.h>
 #include <agentkit/providers/sse.h>
 
 #include "mcp_detail.h"
@@ -36,18 +38,6 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// The URL for messages: no user info, no query (either may carry a token).
-std::string printable_url(const std::string& url) {
-  std::string out = url.substr(0, url.find_first_of("?#"));
-  const auto scheme = out.find("://");
-  const auto at = out.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-  const auto slash = out.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme != std::string::npos && at != std::string::npos && (slash == std::string::npos || at < slash)) {
-    out.erase(scheme + 3, at - scheme - 2);
-  }
-  return out;
-}
-
 bool is_request(const Json& message) { return message.contains("method") && message.contains("id"); }
 
 // What one HTTP exchange produced.
@@ -62,13 +52,15 @@ class HttpTransport final : public McpTransport {
  public:
   HttpTransport(McpHttpServer server, std::shared_ptr<spdlog::logger> logger)
       : server_(std::move(server)),
-        logger_(logger ? std::move(logger) : spdlog::default_logger()),
-        where_("HTTP server " + printable_url(server_.url)),
+        logger_(agentkit::detail::logger_or_null(logger)),
+        where_("HTTP server " + url_for_messages(server_.url)),
         transport_([&] {
           TransportOptions options = server_.transport;
           options.max_retries = 0;  // a replayed POST could run a tools/call twice
           return options;
-        }()) {}
+        }()) {
+    for (const auto& [name, value] : server_.headers) secrets_.add(value);
+  }
 
   ~HttpTransport() override { close(); }
 
@@ -101,6 +93,7 @@ class HttpTransport final : public McpTransport {
   bool wait_stop(milliseconds duration, std::uint64_t generation);
 
   McpHttpServer server_;
+  Redactor secrets_;
   std::shared_ptr<spdlog::logger> logger_;
   std::string where_;
   Transport transport_;
@@ -125,27 +118,8 @@ class HttpTransport final : public McpTransport {
   std::thread stream_thread_;
 };
 
-// Every header value the host configured is treated as a credential, and
-// so is each longer word of it (a server may echo the token without "Bearer").
-std::string HttpTransport::redact(std::string text) const {
-  constexpr std::size_t kMinSecret = 8;
-  const auto scrub = [&](std::string_view secret) {
-    if (secret.size() < kMinSecret) return;
-    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-      text.replace(at, secret.size(), "[redacted]");
-    }
-  };
-  for (const auto& [name, value] : server_.headers) {
-    scrub(value);
-    std::string_view rest = value;
-    while (!rest.empty()) {
-      const auto space = rest.find(' ');
-      scrub(rest.substr(0, space));
-      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
-    }
-  }
-  return text;
-}
+// Every header value the host configured is treated as a credential.
+std::string HttpTransport::redact(std::string text) const { return secrets_.redact(std::move(text)); }
 
 HttpRequest HttpTransport::make_request(const std::string& method, bool initialize) const {
   HttpRequest request;

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/errors.h>
+#include <agentkit/detail/logging.h>
 #include <agentkit/invoker.h>
 #include <agentkit/providers/mcp.h>
 
@@ -172,7 +173,7 @@ class McpSession : public std::enable_shared_from_this<McpSession> {
   McpSession(std::unique_ptr<McpTransport> transport, McpClientOptions options)
       : transport_(std::move(transport)),
         options_(std::move(options)),
-        logger_(options_.logger ? options_.logger : spdlog::default_logger()),
+        logger_(agentkit::detail::logger_or_null(options_.logger)),
         where_("MCP server '" + options_.server_name + "'") {
     if (!transport_) throw Error(ErrorCode::invalid_argument, "McpClient: the transport is null");
     if (options_.roots) roots_ = *options_.roots;

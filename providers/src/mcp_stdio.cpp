@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/providers/mcp.h>
+#include <agentkit/detail/logging.h>
 
 #include "mcp_detail.h"
 
@@ -95,7 +96,7 @@ struct SpawnSetup {
 class StdioTransport final : public McpTransport {
  public:
   StdioTransport(McpStdioServer server, std::shared_ptr<spdlog::logger> logger)
-      : server_(std::move(server)), logger_(logger ? std::move(logger) : spdlog::default_logger()) {}
+      : server_(std::move(server)), logger_(agentkit::detail::logger_or_null(logger)) {}
 
   ~StdioTransport() override { close(); }
 

@@ -1,11 +1,12 @@
 #include <agentkit/providers/transport.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
+
+#include <curl/curl.h>
 
 #include <nlohmann/json.hpp>
 
@@ -35,31 +36,23 @@ std::optional<double> parse_number(std::string_view s) {
   return value;
 }
 
-// IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the only form servers may send.
+// An HTTP date (IMF-fixdate, RFC 850 or asctime, RFC 9110 5.6.7), read by
+// libcurl's date parser, the one that reads Expires and cookie dates.
 std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view s) {
-  s = trim(s);
-  const auto comma = s.find(", ");
-  if (comma == std::string_view::npos) return std::nullopt;
-  s.remove_prefix(comma + 2);
-  if (s.size() < 24 || s.substr(s.size() - 3) != "GMT") return std::nullopt;
-  static constexpr std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  auto number = [&](std::size_t pos, std::size_t len) -> std::optional<int> {
-    int v = 0;
-    const auto field = s.substr(pos, len);
-    const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-    if (ec != std::errc{} || ptr != field.data() + field.size()) return std::nullopt;
-    return v;
-  };
-  const auto day = number(0, 2), year = number(7, 4), hour = number(12, 2), minute = number(15, 2),
-             second = number(18, 2);
-  const auto month = std::find(months.begin(), months.end(), s.substr(3, 3));
-  if (!day || !year || !hour || !minute || !second || month == months.end()) return std::nullopt;
-  using namespace std::chrono;
-  const year_month_day date{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(month - months.begin() + 1)},
-                            std::chrono::day{static_cast<unsigned>(*day)}};
-  if (!date.ok()) return std::nullopt;
-  return sys_days{date} + hours{*hour} + minutes{*minute} + seconds{*second};
+  const std::string copy(trim(s));
+  if (copy.empty()) return std::nullopt;
+  const std::time_t when = curl_getdate(copy.c_str(), nullptr);
+  if (when == -1) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(when);
+}
+
+// The longest wait a Retry-After can ask for; a larger (or absurd) value is
+// read as this, never as an overflowed number.
+constexpr std::chrono::milliseconds kMaxRetryAdvice = std::chrono::hours(24);
+
+std::chrono::milliseconds clamped_ms(double ms) {
+  if (!(ms < static_cast<double>(kMaxRetryAdvice.count()))) return kMaxRetryAdvice;
+  return std::chrono::milliseconds(std::llround(ms));
 }
 
 struct ErrorBody {
@@ -131,15 +124,15 @@ std::optional<std::string_view> HttpResponse::header(std::string_view name) cons
 RetryAdvice retry_advice(int status, const HttpResponse& response) {
   RetryAdvice advice;
   if (const auto ms = response.header("retry-after-ms")) {
-    if (const auto v = parse_number(*ms); v && *v >= 0) advice.after = std::chrono::milliseconds(std::llround(*v));
+    if (const auto v = parse_number(*ms); v && *v >= 0) advice.after = clamped_ms(*v);
   }
   if (!advice.after) {
     if (const auto ra = response.header("retry-after")) {
-      if (const auto v = parse_number(*ra); v && *v >= 0) {
-        advice.after = std::chrono::milliseconds(std::llround(*v * 1000.0));
+      if (const auto v = parse_number(*ra)) {
+        if (*v >= 0) advice.after = clamped_ms(*v * 1000.0);
       } else if (const auto when = parse_http_date(*ra)) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*when - std::chrono::system_clock::now());
-        advice.after = std::max(left, std::chrono::milliseconds(0));
+        advice.after = std::clamp(left, std::chrono::milliseconds(0), kMaxRetryAdvice);  // a past date: now
       }
     }
   }

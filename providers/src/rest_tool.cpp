@@ -4,6 +4,8 @@
 // each hop passes the egress check).
 #include <agentkit/providers/rest_tool.h>
 
+#include <agentkit/redact.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -51,9 +53,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::size_t kPreviewChars = 512;
-constexpr std::size_t kMinSecretChars = 4;  // shorter values are not redacted (it would mangle ordinary text)
 constexpr milliseconds kPauseSlice{10};
-constexpr const char* kRedacted = "[redacted]";
 
 template <class T>
 struct Tag {
@@ -151,35 +151,11 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-void redact(std::string& text, const std::vector<std::string>& secrets) {
-  for (const auto& secret : secrets) {
-    for (auto pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos)) {
-      text.replace(pos, secret.size(), kRedacted);
-    }
-  }
-}
-
-// Redacts every string value, iteratively (a response may nest deeply).
-void redact(Json& value, const std::vector<std::string>& secrets) {
-  if (secrets.empty()) return;
-  std::vector<Json*> pending{&value};
-  while (!pending.empty()) {
-    Json* v = pending.back();
-    pending.pop_back();
-    if (v->is_string()) {
-      redact(v->get_ref<std::string&>(), secrets);
-    } else if (v->is_structured()) {
-      for (auto& child : *v) pending.push_back(&child);
-    }
-  }
-}
-
 // Throws `E` with `message`, secrets redacted (an agentkit::Error with
 // `code` when E is not named).
 template <class E = Error>
-[[noreturn]] void fail(std::string message, const std::vector<std::string>& secrets,
-                       ErrorCode code = ErrorCode::unavailable) {
-  redact(message, secrets);
+[[noreturn]] void fail(std::string message, const Redactor& secrets, ErrorCode code = ErrorCode::unavailable) {
+  secrets.redact_in_place(message);
   if constexpr (std::is_same_v<E, Error>) {
     throw Error(code, message);
   } else {
@@ -265,25 +241,6 @@ bool valid_header_name(std::string_view name) {
 bool is_redirect(int status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
 
 bool transient(int status) { return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504; }
-
-// Resolves a Location header against the URL that sent it (not yet parsed:
-// the egress check reports a malformed target its own way).
-std::string resolve_location(const Url& base, std::string_view location) {
-  std::string absolute;
-  if (location.find("://") != std::string_view::npos) {
-    absolute = std::string(location);
-  } else if (location.substr(0, 2) == "//") {
-    absolute = base.scheme + ":" + std::string(location);
-  } else if (!location.empty() && location.front() == '/') {
-    absolute = base.origin() + std::string(location);
-  } else {
-    const std::string path = base.target.substr(0, base.target.find('?'));
-    absolute = base.origin() + (!location.empty() && location.front() == '?' ? path
-                                                                              : path.substr(0, path.rfind('/') + 1)) +
-               std::string(location);
-  }
-  return absolute;
-}
 
 void erase_header(Headers& headers, std::string_view name) {
   std::erase_if(headers, [&](const auto& h) { return lower(h.first) == name; });
@@ -410,16 +367,17 @@ Json body_value(const HttpResponse& r, const std::string& method, const std::str
 // checked against the egress list, credentials do not leave their origin, and
 // 303 (or 301/302 after a POST) continues as a bodiless GET.
 Url follow_redirect(HttpRequest& request, const Url& from, int status, std::string_view location,
-                    const std::vector<std::string>& secret_headers, const std::vector<std::string>& secrets,
+                    const std::vector<std::string>& secret_headers, const Redactor& secrets,
                     const RunContext& ctx) {
-  const std::string target = resolve_location(from, location);
-  check_egress(ctx, target);
   Url next;
   try {
-    next = parse_url(target);
+    next = resolve_url(from, location);
   } catch (const UrlError& e) {
+    // Under an allowlist the refusal reads as the allowlist's (a denial).
+    if (ctx.egress) throw EgressDenied(std::string("invalid URL: ") + e.what());
     fail(std::string("redirect to an invalid URL refused: ") + e.what(), secrets);
   }
+  check_egress(ctx, next.str());
   if (from.scheme == "https" && next.scheme == "http") fail("redirect from https to http refused", secrets, ErrorCode::permission_denied);
   if (!next.same_origin(from)) {
     for (const char* name : {"authorization", "proxy-authorization", "cookie"}) erase_header(request.headers, name);
@@ -442,7 +400,7 @@ struct RestTool::Prepared {
   Url url;
   std::string body;
   Headers headers;
-  std::vector<std::string> secrets;         // resolved variable values, for redaction
+  Redactor secrets;                         // resolved variable values, for redaction
   std::vector<std::string> secret_headers;  // lower-cased names of headers carrying them
 };
 
@@ -576,7 +534,7 @@ RestTool::Prepared RestTool::prepare(const Json& arguments) const {
       }
       resolved += env;
       secret = true;
-      if (std::string_view(env).size() >= kMinSecretChars) out.secrets.emplace_back(env);
+      out.secrets.add(env);
     }
     if (secret) out.secret_headers.push_back(lower(name));
     has_content_type = has_content_type || lower(name) == "content-type";
@@ -646,8 +604,8 @@ RestResponse RestTool::call(const Json& arguments, RunContext& ctx) const {
     out.status = r.status;
     out.url = request.url;
     out.headers = std::move(r.headers);
-    redact(out.output, prepared.secrets);
-    redact(out.url, prepared.secrets);
+    prepared.secrets.redact_in_place(out.output);
+    prepared.secrets.redact_in_place(out.url);
     return out;
   }
 }

@@ -11,6 +11,8 @@
 // pair reuses the keep-alive connection.
 #include <agentkit/providers/transport.h>
 
+#include <agentkit/redact.h>
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -130,21 +132,24 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 }
 
 // Values that must never appear in an error message, even if a server echoes them.
-std::vector<std::string> secrets_of(const Headers& headers) {
-  std::vector<std::string> out;
-  for (const auto& [name, value] : headers) {
-    const std::string key = lower(name);
-    if (key != "authorization" && key != "proxy-authorization" && key != "x-api-key" && key != "api-key" &&
-        key != "x-goog-api-key") {
-      continue;
-    }
-    const std::string_view v = trim(value);
-    if (v.size() >= 6) out.emplace_back(v);
-    if (const auto sp = v.find(' '); sp != std::string_view::npos && v.size() - sp - 1 >= 6) {
-      out.emplace_back(trim(v.substr(sp + 1)));  // the token after "Bearer "
-    }
-  }
+Redactor secrets_of(const Headers& headers) {
+  Redactor out;
+  for (const auto& [name, value] : headers) out.add_header(name, value);
   return out;
+}
+
+ProviderError scrubbed(const ProviderError& e, const Redactor& secrets) {
+  std::string message = e.what();
+  if (!secrets.redact_in_place(message)) return e;
+  return e.with_message(std::move(message));
+}
+
+// The scheme and authority of a URL: never the path or query, which may carry a key.
+std::string origin_of(const std::string& url) {
+  std::string shown = url_for_messages(url);
+  const auto authority = shown.find("://");
+  if (authority != std::string::npos) shown.erase(std::min(shown.find('/', authority + 3), shown.size()));
+  return shown;
 }
 
 ProviderError scrubbed(const ProviderError& e, const std::vector<std::string>& secrets) {
@@ -160,18 +165,6 @@ ProviderError scrubbed(const ProviderError& e, const std::vector<std::string>& s
   return e.with_message(std::move(message));
 }
 
-// The scheme and authority of a URL (no user info) and where its path ends.
-std::pair<std::string, std::size_t> split_origin(std::string_view url) {
-  const auto scheme = url.find("://");
-  const auto start = scheme == std::string_view::npos ? 0 : scheme + 3;
-  const auto end = std::min(url.find_first_of("/?#", start), url.size());
-  std::string authority(url.substr(start, end - start));
-  if (const auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);  // user:password@
-  return {std::string(url.substr(0, start)) + authority, end};
-}
-
-// The scheme and authority of a URL: never the path or query, which may carry a key.
-std::string origin_of(const std::string& url) { return split_origin(url).first; }
 
 // The idle slots a Transport and its requests in flight share.
 struct Pool {
@@ -497,7 +490,7 @@ struct AsyncRequest::State {
   HttpRequest request_;
   std::function<bool(std::string_view)> on_data_;
   Transport::HeadersCallback on_headers_;
-  std::vector<std::string> secrets_;
+  Redactor secrets_;
   std::optional<CancellationToken> token_;
   std::atomic<bool> cancel_requested_{false};
   curl_slist* headers_ = nullptr;
@@ -546,11 +539,6 @@ AsyncRequest Transport::start_stream(HttpRequest request, std::function<bool(std
                                                             cancel, std::move(on_headers)));
 }
 
-std::string url_for_messages(std::string_view url) {
-  auto [origin, path_start] = split_origin(url);
-  const auto path_end = std::min(url.find_first_of("?#", path_start), url.size());
-  return origin + std::string(url.substr(path_start, path_end - path_start));
-}
 
 namespace {
 

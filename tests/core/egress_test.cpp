@@ -278,3 +278,99 @@ TEST_CASE("check_egress: no list means anywhere; a list set on the context is en
   }
   CHECK_THROWS_AS(agentkit::egress_allowlist(nullptr), agentkit::Error);
 }
+
+// ------------------------------------------------ hostile URLs, as curl reads them
+
+TEST_CASE("Allowlist judges hostile URLs on the host libcurl connects to", "[egress][url][hostile]") {
+  EgressAllowlist list{"http://allowed.com", "http://127.0.0.1", "http://[::1]"};
+  // The fragment starts at '#': curl connects to evil.com, whatever follows.
+  CHECK(parse_url("http://evil.com#@allowed.com").host == "evil.com");
+  CHECK(*list.check("http://evil.com#@allowed.com") == "http://evil.com is not on the egress allowlist");
+  CHECK(*list.check("http://evil.com?@allowed.com/") == "http://evil.com is not on the egress allowlist");
+  CHECK(*list.check("http://evil.com/@allowed.com/") == "http://evil.com is not on the egress allowlist");
+  // Userinfo tricks: curl would connect to evil.com.
+  for (const char* url : {"http://allowed.com@evil.com/", "http://allowed.com:80@evil.com/",
+                          "http://allowed.com%2f@evil.com/", "http://@allowed.com/", "http://:@allowed.com/"}) {
+    INFO(url);
+    CHECK_THAT(*list.check(url), Catch::Contains("credentials"));
+  }
+  // Backslashes: a browser reads "\" as "/", curl as user info.
+  for (const char* url : {"http://allowed.com\\@evil.com/", "http:\\\\evil.com/", "http://evil.com\\.allowed.com/"}) {
+    INFO(url);
+    CHECK_THAT(*list.check(url), Catch::Contains("backslash"));
+  }
+  // Percent-encoded hosts: curl decodes them; refused rather than read twice.
+  for (const char* url : {"http://%61llowed.com/", "http://evil.com%2eallowed.com/", "http://allowed%2ecom/"}) {
+    INFO(url);
+    CHECK_THAT(*list.check(url), Catch::Contains("percent-encoded"));
+  }
+  // Numeric shorthands curl turns into 127.0.0.1: refused, never taken for the allowed 127.0.0.1.
+  for (const char* url : {"http://2130706433/", "http://0177.0.0.1/", "http://0x7f.1/", "http://127.1/"}) {
+    INFO(url);
+    CHECK_THAT(*list.check(url), Catch::Contains("ambiguous numeric host"));
+  }
+  CHECK(list.allows("http://127.0.0.1/"));
+  // IPv6: a mapped IPv4 address is another host; zone ids are refused.
+  CHECK(*list.check("http://[::ffff:127.0.0.1]/") == "http://[::ffff:127.0.0.1] is not on the egress allowlist");
+  CHECK(list.allows("http://[0:0:0:0:0:0:0:1]/"));
+  CHECK_THAT(*list.check("http://[::1%25lo]/"), Catch::Contains("zone"));
+  // Trailing dots and case: one origin.
+  CHECK(list.allows("HTTP://ALLOWED.COM./x"));
+  CHECK_THAT(*list.check("http://allowed.com../"), Catch::Contains("empty label"));
+  // Spellings curl accepts and reads its own way ("http:///x" is host "x" to curl).
+  CHECK_THAT(*list.check("http:/allowed.com/"), Catch::Contains("absolute"));
+  CHECK_THAT(*list.check("http:///allowed.com/"), Catch::Contains("no host"));
+  CHECK_THAT(*list.check("//allowed.com/"), Catch::Contains("absolute"));
+  // Other schemes.
+  CHECK_THAT(*list.check("file://allowed.com/etc/passwd"), Catch::Contains("scheme 'file'"));
+  CHECK_THAT(*list.check("gopher://allowed.com/"), Catch::Contains("scheme 'gopher'"));
+}
+
+TEST_CASE("parse_url: str() is what curl sends, and parses back to the same URL", "[egress][url]") {
+  for (const char* text : {"HTTPS://API.Example.COM./v1/items?q=1#frag", "http://[0:0::1]:9000/a/../b?x",
+                           "http://example.com", "https://example.com:8443/%7Euser/?a=b&c=d", "http://a.example/./x/."}) {
+    INFO(text);
+    const auto url = parse_url(text);
+    const auto again = parse_url(url.str());
+    CHECK(again.str() == url.str());
+    CHECK(again.same_origin(url));
+  }
+  CHECK(parse_url("http://[0:0::1]:9000/a/../b?x").str() == "http://[::1]:9000/b?x");  // dot segments as curl removes them
+}
+
+TEST_CASE("resolve_url resolves redirects as libcurl does, then judges the result", "[egress][url][redirect]") {
+  const auto base = parse_url("https://api.example.com/a/b?x=1");
+  const auto refused = [&](const char* location) {
+    try {
+      agentkit::resolve_url(base, location);
+    } catch (const UrlError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(agentkit::resolve_url(base, "/abs?q").str() == "https://api.example.com/abs?q");
+  CHECK(agentkit::resolve_url(base, "rel/x").str() == "https://api.example.com/a/rel/x");
+  CHECK(agentkit::resolve_url(base, "../up").str() == "https://api.example.com/up");
+  CHECK(agentkit::resolve_url(base, "?q=2").str() == "https://api.example.com/a/b?q=2");
+  CHECK(agentkit::resolve_url(base, "https://other.example/").str() == "https://other.example/");
+  // Protocol-relative: another host, the base's scheme.
+  const auto hop = agentkit::resolve_url(base, "//evil.com/x");
+  CHECK(hop.scheme == "https");
+  CHECK(hop.host == "evil.com");
+  CHECK_THAT(refused("///evil.com/x"), Catch::Contains("no host"));  // curl would read host evil.com
+  CHECK(agentkit::resolve_url(base, "http://evil.com#@api.example.com").host == "evil.com");
+  CHECK_THAT(refused("file:///etc/passwd"), Catch::Contains("scheme 'file'"));
+  CHECK_THAT(refused("ftp://api.example.com/"), Catch::Contains("scheme 'ftp'"));
+  CHECK_THAT(refused("//user@evil.com/"), Catch::Contains("credentials"));
+  CHECK_THAT(refused("/\\evil.com"), Catch::Contains("backslash"));
+  CHECK_THAT(refused("//2130706433/"), Catch::Contains("ambiguous numeric host"));
+  CHECK_THAT(refused(""), Catch::Contains("empty URL"));
+  CHECK_THAT(refused("http:evil.com"), Catch::Contains("absolute"));
+}
+
+TEST_CASE("url_for_messages never shows user info, the query or the fragment", "[egress][url]") {
+  CHECK(agentkit::url_for_messages("https://user:pw@host.example:8443/p/q?key=sk-1#f") == "https://host.example:8443/p/q");
+  CHECK(agentkit::url_for_messages("HTTP://Host.example") == "http://Host.example/");
+  CHECK(agentkit::url_for_messages("not a url") == "(invalid URL)");
+  CHECK(agentkit::url_for_messages("http://a.example\\@b.example/?k=v").find("k=v") == std::string::npos);
+}

@@ -679,3 +679,44 @@ TEST_CASE("on_headers sees status and headers once, before the first body byte",
   CHECK(bodiless.take().header("mcp-session-id") == std::optional<std::string_view>("s1"));
   CHECK(seen == std::vector<std::string>{"headers 202"});
 }
+
+TEST_CASE("retry_advice reads Retry-After seconds and all three HTTP date forms through curl_getdate",
+          "[transport][retry-after]") {
+  using agentkit::providers::retry_advice;
+  using std::chrono::milliseconds;
+  auto after = [](std::string value) {
+    return retry_advice(503, {503, {{"retry-after", std::move(value)}}, ""}).after;
+  };
+  auto format = [](std::chrono::system_clock::time_point when, const char* layout) {
+    const std::time_t t = std::chrono::system_clock::to_time_t(when);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[64];
+    std::strftime(text, sizeof text, layout, &tm);
+    return std::string(text);
+  };
+  const auto soon = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) + 30s;
+
+  CHECK(after("7") == milliseconds(7000));
+  CHECK(after(" 7 ") == milliseconds(7000));
+  // IMF-fixdate, the obsolete RFC 850 form and asctime, each 30 s ahead.
+  for (const char* layout : {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"}) {
+    const std::string date = format(soon, layout);
+    INFO(date);
+    const auto wait = after(date);
+    REQUIRE(wait.has_value());
+    CHECK(*wait > 25s);
+    CHECK(*wait <= 30s);
+  }
+  CHECK(after("Sun, 06 Nov 1994 08:49:37 GMT") == milliseconds(0));  // a past date: retry now
+  CHECK_FALSE(after("whenever").has_value());
+  CHECK_FALSE(after("").has_value());
+  CHECK_FALSE(after("-5").has_value());
+  CHECK_FALSE(after("Funday, 99 Smarch 20x4").has_value());
+  // Huge values are clamped (to 24 hours), never overflowed.
+  CHECK(after("1e300") == std::chrono::hours(24));
+  CHECK(after("99999999999999999999") == std::chrono::hours(24));
+  CHECK(retry_advice(429, {429, {{"retry-after-ms", "1e300"}}, ""}).after == std::chrono::hours(24));
+  CHECK(after(format(std::chrono::system_clock::now() + std::chrono::hours(24 * 365), "%a, %d %b %Y %H:%M:%S GMT")) ==
+        std::chrono::hours(24));
+}

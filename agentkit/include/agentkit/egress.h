@@ -5,7 +5,9 @@
 // egress_allowlist() middleware in <agentkit/invoker.h> installs a list and
 // turns a refusal into a denied result. Place it after error_boundary() in
 // the chain (inside it): error_boundary() turns any exception that reaches
-// it, EgressDenied included, into a plain error result.
+// it, EgressDenied included, into a plain error result. URLs are read by
+// parse_url() (<agentkit/url.h>), that is by libcurl: the origin judged is
+// the origin a request connects to.
 //
 // Example:
 //   auto allow = std::make_shared<const agentkit::EgressAllowlist>(
@@ -24,47 +26,11 @@
 #include <vector>
 
 #include <agentkit/error.h>
+#include <agentkit/url.h>
 
 namespace agentkit {
 
 class RunContext;
-
-// An absolute http(s) URL, parsed strictly and normalised so that two
-// spellings of one origin compare equal.
-struct Url {
-  std::string scheme;      // "http" or "https"
-  std::string host;        // lower case, no trailing dot; an IPv6 literal in canonical form, without brackets
-  std::uint16_t port = 0;  // the explicit port, or the scheme's default
-  std::string target;      // path and query, at least "/"; the fragment is dropped
-
-  bool is_ipv6() const noexcept { return host.find(':') != std::string::npos; }
-  // "scheme://host" plus ":port" when it is not the scheme's default.
-  std::string origin() const;
-  // origin() + target: what is sent.
-  std::string str() const;
-  // Same scheme, host and port.
-  bool same_origin(const Url& other) const noexcept;
-};
-
-// A URL the strict parser refuses. The message says what is wrong and never
-// repeats the URL (it may carry credentials).
-class UrlError : public Error {
- public:
-  explicit UrlError(const std::string& message) : Error(ErrorCode::invalid_argument, message) {}
-};
-
-// The scheme's default port: 80 for http, 443 for https, 0 otherwise.
-std::uint16_t default_port(std::string_view scheme) noexcept;
-
-// Parses an absolute http or https URL, or throws UrlError. Refused: other
-// schemes, relative URLs, credentials ("user@host", so
-// "http://allowed.example@evil.example" never reaches evil.example), empty or
-// out-of-range ports, spaces, control and non-ASCII characters, backslashes,
-// empty host labels, IPv6 zone ids, and numeric hosts that are not a plain
-// dotted quad ("2130706433", "0x7f.1", "127.1": resolvers read them as
-// addresses). Hosts are lower-cased, one trailing dot is dropped and IPv6
-// literals are canonicalised ("[0:0::1]" is "[::1]").
-Url parse_url(std::string_view text);
 
 // One allowed origin.
 struct EgressRule {

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/fwd.h>
+
 namespace agentkit {
 
 // Runs submitted work. `submit` MUST NOT block on the work itself. An
@@ -32,7 +34,9 @@ class InlineExecutor final : public Executor {
 // A fixed pool of worker threads: at most `threads` calls run at once.
 class ThreadPoolExecutor final : public Executor {
  public:
-  explicit ThreadPoolExecutor(std::size_t threads);
+  // Work that throws is reported to `logger` (nowhere when null) and the
+  // worker keeps running.
+  explicit ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdlog::logger> logger = nullptr);
   ~ThreadPoolExecutor() override;  // finishes queued work, then joins
   void submit(std::function<void()> work) override;
 
@@ -42,6 +46,7 @@ class ThreadPoolExecutor final : public Executor {
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::shared_ptr<spdlog::logger> logger_;
 };
 
 }  // namespace agentkit

@@ -46,6 +46,8 @@
 #include <vector>
 
 #include <agentkit/error.h>
+#include <spdlog/fwd.h>
+
 #include <agentkit/tool.h>
 
 namespace agentkit {
@@ -109,12 +111,13 @@ struct SkillChanges {
 // A registry of the skills under one or more directories. Thread-safe: an
 // agent may load skills while the host refreshes. A skill in a later
 // directory overrides one of the same name in an earlier directory (noted in
-// warnings() and logged).
+// warnings() and logged to `logger`, if one is given).
 class Skills {
  public:
   // Discovers every `<dir>/<folder>/SKILL.md`. Throws SkillError for a
-  // missing directory or any invalid skill.
-  explicit Skills(std::vector<std::filesystem::path> directories);
+  // missing directory or any invalid skill. Warnings go to `logger` (nowhere
+  // when null) as well as to warnings().
+  explicit Skills(std::vector<std::filesystem::path> directories, std::shared_ptr<spdlog::logger> logger = nullptr);
   Skills(const Skills&) = delete;
   Skills& operator=(const Skills&) = delete;
 
@@ -152,6 +155,7 @@ class Skills {
   SkillChanges rediscover(std::string fingerprint);
 
   std::vector<std::filesystem::path> directories_;
+  std::shared_ptr<spdlog::logger> logger_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> current_;
   std::string attempted_fingerprint_;

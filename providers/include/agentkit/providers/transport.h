@@ -16,6 +16,7 @@
 
 #include <agentkit/context.h>
 #include <agentkit/model.h>
+#include <agentkit/url.h>
 
 namespace agentkit::providers {
 
@@ -81,7 +82,10 @@ struct TransportOptions {
 
 // Whether a status/body should be retried, and after how long, following the
 // official SDKs: `x-should-retry` overrides; then `retry-after-ms`, then
-// `retry-after` (seconds or an HTTP date); 408, 409, 429, 5xx retry.
+// `retry-after` (seconds, or an HTTP date in any of the three forms HTTP
+// allows, read by libcurl's curl_getdate; a past date means now, garbage is
+// ignored, anything beyond 24 hours reads as 24 hours); 408, 409, 429, 5xx
+// retry. The transport and the REST tool cap the wait further.
 struct RetryAdvice {
   bool retry = false;
   std::optional<std::chrono::milliseconds> after;
@@ -93,8 +97,9 @@ RetryAdvice retry_advice(int status, const HttpResponse& response);
 ProviderError error_from_response(const HttpResponse& response);
 
 // `url` as error messages may show it: scheme, host, port and path; never
-// user info, the query or the fragment (which may carry a key).
-std::string url_for_messages(std::string_view url);
+// user info, the query or the fragment (which may carry a key). The one
+// implementation, over libcurl's URL API, is in <agentkit/url.h>.
+using agentkit::url_for_messages;
 
 // One request in flight, advanced by its owner without blocking: the state
 // machine behind every Transport call (the blocking calls loop over it).
