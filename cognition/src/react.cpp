@@ -17,6 +17,23 @@
 namespace agentkit::cognition {
 namespace {
 
+// Why a tool's parts cannot enter the run (malformed, or over the per-part
+// cap), or nullopt. Checked here, so a camera that returns a 50 MB frame
+// costs the model one error message, never a failed run.
+std::optional<std::string> parts_problem(const ToolResult& result, const ContentLimits& limits) {
+  for (const auto& part : result.parts) {
+    try {
+      check_part(part);
+    } catch (const InvalidContent& e) {
+      return std::string(e.what());
+    }
+    if (part_bytes(part) > limits.max_part_bytes) {
+      return describe(part) + " is over the per-part cap of " + std::to_string(limits.max_part_bytes) + " bytes";
+    }
+  }
+  return std::nullopt;
+}
+
 // Completion signal for work running on the executor. The work holds it
 // (shared), so it outlives a driver that stopped waiting.
 struct Pending {
@@ -378,14 +395,14 @@ class ReActDriver final : public RunHandle::Driver {
   void on_answer(Message message) {
     const auto& output = agent_.options().output;
     if (!output) {
-      st_.output = message.content;
+      st_.output = message.text();
       st_.history.push_back(std::move(message));
       return finish(StopReason::answered, {});
     }
     DecodeState st;
-    std::optional<Json> value = answer_json(message.content);
+    std::optional<Json> value = answer_json(message.text());
     if (value && output->validate(*value, st)) {
-      st_.output = message.content;
+      st_.output = message.text();
       structured_ = std::move(*value);
       st_.history.push_back(std::move(message));
       return finish(StopReason::answered, {});
@@ -556,12 +573,22 @@ class ReActDriver final : public RunHandle::Driver {
       }
       if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
       std::string status(to_string(r->status));
+      std::vector<ContentPart> parts;
+      if (r->is_ok() && !r->parts.empty()) {
+        if (auto problem = parts_problem(*r, agent_.options().content_limits)) {
+          *r = ToolResult::error("Tool '" + call.name + "' returned content this run cannot take: " + *problem);
+          status = to_string(r->status);
+        } else {
+          parts = sanitize_utf8(Message::user(std::move(r->parts))).content;
+          if (r->value.is_null()) r->value = "";  // the parts are the result
+        }
+      }
       std::string text = sanitize_utf8(r->model_text());
       ctx_.emit(ToolCallFinished{call.id, call.name, status, text, {}});
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
       } else {
-        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), std::move(status)};
+        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), std::move(status), std::move(parts)};
       }
     }
   }
@@ -593,6 +620,8 @@ class ReActDriver final : public RunHandle::Driver {
       const ToolCall& call = st_.batch[i];
       const auto& outcome = st_.outcomes[i];
       st_.history.push_back(Message::tool_result(call.id, call.name, outcome->text, outcome->is_error));
+      auto& content = st_.history.back().content;
+      content.insert(content.end(), outcome->parts.begin(), outcome->parts.end());
     }
     st_.batch.clear();
     st_.outcomes.clear();
@@ -669,8 +698,9 @@ class ReActDriver final : public RunHandle::Driver {
     st_.error_code = reason == StopReason::failed ? error_code_ : std::string();
     if (reason != StopReason::answered && st_.output.empty()) {
       for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
-        if (it->role == Role::assistant && !it->content.empty()) {
-          st_.output = it->content;
+        if (it->role != Role::assistant) continue;
+        if (std::string text = it->text(); !text.empty()) {
+          st_.output = std::move(text);
           break;
         }
       }
