@@ -70,7 +70,7 @@ int main() {
   auto result = agent.run("Which city is larger, Lisbon or Porto, and by how much?", ctx);
 
   // What the model was shown before its last turn: the subtract result.
-  std::cout << "model saw last: " << llm->requests().back().messages.back().content << "\n";
+  std::cout << "model saw last: " << llm->requests().back().messages.back().text() << "\n";
   std::cout << "answer: " << result.output << " (" << result.iterations << " model calls, "
             << ctx.budget->tool_calls() << " tool calls)\n";
   return result.stop_reason == agentkit::StopReason::answered ? 0 : 1;

@@ -45,7 +45,7 @@ class SupportModel final : public agentkit::Model {
       response.message =
           agentkit::Message::assistant("", {{"c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}}, {}}});
     } else {
-      response.message = agentkit::Message::assistant("Your order was damaged, so I refunded it: " + last.content);
+      response.message = agentkit::Message::assistant("Your order was damaged, so I refunded it: " + last.text());
       response.finish_reason = "stop";
     }
     return response;

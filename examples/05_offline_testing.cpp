@@ -82,7 +82,7 @@ TEST_CASE("the agent looks the amount up and answers with it") {
   CHECK(requests[0].tools == std::vector<std::string>{"amount_paid", "refund"});
   // The model's second turn saw the tool's result.
   CHECK(requests[1].messages.back().tool_name == "amount_paid");
-  CHECK(requests[1].messages.back().content == "20.0");
+  CHECK(requests[1].messages.back().text() == "20.0");
 }
 
 TEST_CASE("a refund waits for approval and runs once approved") {
@@ -127,7 +127,7 @@ TEST_CASE("a rejected refund never reaches the backend; the model is told why") 
   const auto requests = llm->requests();  // a copy: hold it while you look inside
   const auto& seen = requests.back().messages.back();
   CHECK(seen.is_error);
-  CHECK_THAT(seen.content, Catch::Contains("more than was paid"));
+  CHECK_THAT(seen.text(), Catch::Contains("more than was paid"));
 }
 
 TEST_CASE("a bad argument is sent back to the model to repair, not to the backend") {
@@ -146,5 +146,5 @@ TEST_CASE("a bad argument is sent back to the model to repair, not to the backen
   const auto requests = llm->requests();
   const auto& repair = requests[1].messages.back();
   CHECK(repair.is_error);
-  CHECK_THAT(repair.content, Catch::Contains("order_id"));
+  CHECK_THAT(repair.text(), Catch::Contains("order_id"));
 }

@@ -114,7 +114,7 @@ int main() {
     const agentkit::Message& last = saved->history.back();
     std::cout << "checkpoint after restart: phase " << saved->to_json()["phase"].get<std::string>() << ", "
               << to_string(saved->stop_reason) << ", " << saved->iterations << " model calls, "
-              << saved->history.size() << " messages; last: " << last.tool_name << ": " << last.content << "\n";
+              << saved->history.size() << " messages; last: " << last.tool_name << ": " << last.text() << "\n";
     std::cout << "runs to recover: " << agentkit::interrupted_runs(store, {}).size() << "\n";
   }
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);

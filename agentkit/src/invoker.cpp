@@ -73,7 +73,8 @@ namespace {
 
 ToolResult call_tool(const ToolRequest& request, RunContext& ctx) {
   try {
-    return ToolResult::ok(request.tool->run(request.arguments, ctx));
+    ToolOutput out = request.tool->run_output(request.arguments, ctx);
+    return ToolResult::ok(std::move(out.value), std::move(out.parts));
   } catch (const OutcomeUnknownError& e) {
     return ToolResult::outcome_unknown(e.what());
   }

@@ -187,6 +187,72 @@ Json sanitize_utf8(Json value) {
   return value;
 }
 
+std::string base64_encode(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const auto n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
+                   static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
+                   static_cast<unsigned char>(bytes[i + 2]);
+    out += kAlphabet[n >> 18 & 63];
+    out += kAlphabet[n >> 12 & 63];
+    out += kAlphabet[n >> 6 & 63];
+    out += kAlphabet[n & 63];
+  }
+  if (const std::size_t rest = bytes.size() - i; rest > 0) {
+    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (rest == 2) n |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    out += kAlphabet[n >> 18 & 63];
+    out += kAlphabet[n >> 12 & 63];
+    out += rest == 2 ? kAlphabet[n >> 6 & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  const auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  std::uint32_t group = 0;
+  int chars = 0;    // in the current group of four
+  int padding = 0;  // '=' seen; only at the very end
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c == '=') {
+      if (chars < 2 || ++padding > 2) return std::nullopt;
+      group <<= 6;
+      if (++chars == 4) {
+        out += static_cast<char>(group >> 16 & 0xFF);
+        if (padding == 1) out += static_cast<char>(group >> 8 & 0xFF);
+        chars = 0;
+      }
+      continue;
+    }
+    const int v = value(c);
+    if (v < 0 || padding > 0) return std::nullopt;
+    group = group << 6 | static_cast<std::uint32_t>(v);
+    if (++chars == 4) {
+      out += static_cast<char>(group >> 16 & 0xFF);
+      out += static_cast<char>(group >> 8 & 0xFF);
+      out += static_cast<char>(group & 0xFF);
+      group = 0;
+      chars = 0;
+    }
+  }
+  if (chars != 0) return std::nullopt;
+  return out;
+}
+
 std::string canonical_dump(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -15,6 +15,9 @@ class RenamedTool final : public Tool {
   }
   const ToolSpec& spec() const noexcept override { return spec_; }
   Json run(const Json& arguments, RunContext& ctx) const override { return inner_->run(arguments, ctx); }
+  ToolOutput run_output(const Json& arguments, RunContext& ctx) const override {
+    return inner_->run_output(arguments, ctx);
+  }
   // Every per-call answer is the original's: a renamed `memory` tool's view
   // is still a read.
   bool side_effecting_for(const Json& arguments) const override { return inner_->side_effecting_for(arguments); }

@@ -66,7 +66,17 @@ Json document(const RunState& s, Json history_json) {
   for (const auto& c : s.batch) batch_json.push_back(agentkit::to_json(c));
   Json outcomes_json = Json::array();
   for (const auto& o : s.outcomes) {
-    outcomes_json.push_back(o ? Json{{"text", o->text}, {"is_error", o->is_error}, {"outcome", to_string(o->outcome)}} : Json());
+    if (!o) {
+      outcomes_json.push_back(nullptr);
+      continue;
+    }
+    Json outcome = {{"text", o->text}, {"is_error", o->is_error}, {"outcome", to_string(o->outcome)}};
+    if (!o->parts.empty()) {
+      Json parts = Json::array();
+      for (const auto& part : o->parts) parts.push_back(agentkit::to_json(part));
+      outcome["parts"] = std::move(parts);
+    }
+    outcomes_json.push_back(std::move(outcome));
   }
   Json doc = {{"version", RunState::kVersion},
                {"run_id", s.run_id},
@@ -142,9 +152,13 @@ RunState RunState::from_json(const Json& j) {
       if (o.is_null()) {
         s.outcomes.emplace_back();
       } else {
-        const auto outcome = o.at("outcome").get<std::string>();
-        s.outcomes.push_back(CallOutcome{o.at("text").get<std::string>(), o.at("is_error").get<bool>(),
-                                         parse_enum(call_status_from_string(outcome), outcome, "call outcome")});
+        const auto status = o.at("outcome").get<std::string>();
+        CallOutcome outcome{o.at("text").get<std::string>(), o.at("is_error").get<bool>(),
+                            parse_enum(call_status_from_string(status), status, "call outcome"), {}};
+        if (auto parts = o.find("parts"); parts != o.end()) {
+          for (const auto& part : *parts) outcome.parts.push_back(part_from_json(part));
+        }
+        s.outcomes.push_back(std::move(outcome));
       }
     }
     if (s.outcomes.size() != s.batch.size()) throw Error(ErrorCode::invalid_argument, "run state: outcomes do not match the batch");
@@ -270,9 +284,41 @@ std::string segment_prefix(const Scope& scope, std::string_view run_id) {
   return state::scoped_key(scope, "run-history/" + std::string(run_id) + "#");
 }
 
+std::string blob_prefix(const Scope& scope, std::string_view run_id) {
+  return state::scoped_key(scope, "run-blobs/" + std::string(run_id) + "/");
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (!EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr)) {
+    throw RunError("hashing a content blob failed (SHA-256)");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xF];
+  }
+  return hex;
+}
+
+// Calls `f` on every content part document of `messages` (a history).
+template <class F>
+void for_each_part(Json& messages, F&& f) {
+  for (auto& m : messages) {
+    const auto content = m.find("content");
+    if (content == m.end() || !content->is_array()) continue;
+    for (auto& part : *content) {
+      if (part.is_object()) f(part);
+    }
+  }
+}
+
 // A cheap estimate of a message's JSON size: enough to decide when to seal.
 std::size_t approximate_size(const Message& m) {
-  std::size_t size = 64 + m.content.size();
+  std::size_t size = 64;
+  for (const auto& part : m.content) size += 16 + part_bytes(part) * 4 / 3;
   for (const auto& call : m.tool_calls) {
     size += 32 + call.id.size() + call.name.size() +
             (call.arguments_text.empty() ? canonical_dump(call.arguments).size() : call.arguments_text.size());
@@ -317,6 +363,22 @@ StoredRun read_run(state::Store& store, const Scope& scope, std::string_view run
       doc["history"] = std::move(history);
       doc.erase("history_segments");
       doc.erase("history_sealed");
+    }
+    if (auto history = doc.find("history"); doc.is_object() && history != doc.end() && history->is_array()) {
+      const std::string prefix = blob_prefix(scope, run_id);
+      for_each_part(*history, [&](Json& part) {
+        const auto blob = part.find("blob");
+        if (blob == part.end()) return;
+        const std::string key = prefix + (blob->is_string() ? blob->get<std::string>() : preview(*blob));
+        auto stored = store.get(key);
+        if (!stored) throw unreadable("its content blob '" + key + "' is missing");
+        auto bytes = base64_decode(stored->value);
+        if (!bytes || sha256_hex(*bytes) != blob->get<std::string>()) {
+          throw unreadable("its content blob '" + key + "' does not match its SHA-256 hash (altered or corrupt)");
+        }
+        part.erase("blob");
+        part["data"] = std::move(stored->value);
+      });
     }
     run.state = RunState::from_json(doc);
     return run;
@@ -523,6 +585,7 @@ Checkpoint::Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, 
     : store_(std::move(store)),
       key_(run_key(scope, run_id)),
       segment_prefix_(segment_prefix(scope, run_id)),
+      blob_prefix_(blob_prefix(scope, run_id)),
       writer_(RunContext::new_id("w")),
       run_id_(std::move(run_id)),
       version_(version),
@@ -537,6 +600,7 @@ bool Checkpoint::save(const RunState& state) {
   std::size_t unsealed = 0;
   for (std::size_t i = sealed.messages; i < state.history.size(); ++i) unsealed += approximate_size(state.history[i]);
   Json tail = messages_json(state.history, sealed.messages);
+  store_blobs(tail);
   if (unsealed > kSealBytes) {
     // Written under a name only this writer uses, before the document that
     // lists it: a crash or a lost race leaves an unlisted segment behind,
@@ -559,6 +623,27 @@ bool Checkpoint::save(const RunState& state) {
   version_ = *written;
   sealed_ = std::move(sealed);
   return true;
+}
+
+// Moves each binary part over kBlobBytes out of `messages` into a blob
+// (written once per writer: it is content-addressed), leaving its hash.
+void Checkpoint::store_blobs(Json& messages) {
+  for_each_part(messages, [&](Json& part) {
+    const auto data = part.find("data");
+    if (data == part.end() || !data->is_string() || data->get_ref<const std::string&>().size() < kBlobBytes * 4 / 3) {
+      return;
+    }
+    auto bytes = base64_decode(data->get_ref<const std::string&>());
+    if (!bytes) return;  // to_json wrote it: cannot happen; kept inline if it did
+    const std::string hash = sha256_hex(*bytes);
+    const std::string key = blob_prefix_ + hash;
+    if (!blobs_.contains(key)) {
+      store_->put(key, data->get<std::string>());
+      blobs_.insert(key);
+    }
+    part.erase("data");
+    part["blob"] = hash;
+  });
 }
 
 std::shared_ptr<const CallLedger> Checkpoint::ledger() const noexcept { return ledger_; }

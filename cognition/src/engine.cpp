@@ -20,6 +20,23 @@
 namespace agentkit::cognition {
 namespace {
 
+// Why a tool's parts cannot enter the run (malformed, or over the per-part
+// cap), or nullopt. Checked here, so a camera that returns a 50 MB frame
+// costs the model one error message, never a failed run.
+std::optional<std::string> parts_problem(const ToolResult& result, const ContentLimits& limits) {
+  for (const auto& part : result.parts) {
+    try {
+      check_part(part);
+    } catch (const InvalidContent& e) {
+      return std::string(e.what());
+    }
+    if (part_bytes(part) > limits.max_part_bytes) {
+      return describe(part) + " is over the per-part cap of " + std::to_string(limits.max_part_bytes) + " bytes";
+    }
+  }
+  return std::nullopt;
+}
+
 // Completion signal for work running on the executor. The work holds it
 // (shared), so it outlives a driver that stopped waiting.
 struct Pending {
@@ -203,7 +220,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         return admit_calls(std::move(next.message));
       case Next::Kind::answer:
         next.message.role = Role::assistant;
-        st_.output = next.message.content;
+        st_.output = next.message.text();
         structured_ = std::move(next.structured);
         st_.history.push_back(std::move(next.message));
         return finish(StopReason::answered, {});
@@ -551,12 +568,21 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         continue;  // a stopping run says "Not run" for it below
       }
       if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
+      std::vector<ContentPart> parts;
+      if (r->is_ok() && !r->parts.empty()) {
+        if (auto problem = parts_problem(*r, agent_.options().content_limits)) {
+          *r = ToolResult::error("Tool '" + call.name + "' returned content this run cannot take: " + *problem);
+        } else {
+          parts = sanitize_utf8(Message::user(std::move(r->parts))).content;
+          if (r->value.is_null()) r->value = "";  // the parts are the result
+        }
+      }
       std::string text = sanitize_utf8(r->model_text());
       ctx_.emit(ToolCallFinished{call.id, call.name, r->status, text, {}});
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
       } else {
-        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), r->status};
+        st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), r->status, std::move(parts)};
       }
     }
   }
@@ -581,6 +607,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       const ToolCall& call = st_.batch[i];
       const auto& outcome = st_.outcomes[i];
       st_.history.push_back(Message::tool_result(call.id, call.name, outcome->text, outcome->is_error));
+      auto& content = st_.history.back().content;
+      content.insert(content.end(), outcome->parts.begin(), outcome->parts.end());
     }
     st_.batch.clear();
     st_.outcomes.clear();
@@ -673,8 +701,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     st_.failure = failure_for(reason, std::move(error), std::exchange(cause_, std::nullopt));
     if (reason != StopReason::answered && st_.output.empty()) {
       for (auto it = st_.history.rbegin(); it != st_.history.rend(); ++it) {
-        if (it->role == Role::assistant && !it->content.empty()) {
-          st_.output = it->content;
+        if (it->role != Role::assistant) continue;
+        if (std::string text = it->text(); !text.empty()) {
+          st_.output = std::move(text);
           break;
         }
       }

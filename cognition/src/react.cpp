@@ -30,7 +30,7 @@ Next react_answer(const StepContext& step, RunState& state, Message reply) {
   const auto& output = options.output;
   if (!output) return Next::answer(std::move(reply));
   DecodeState decoded;
-  std::optional<Json> value = answer_json(reply.content);
+  std::optional<Json> value = answer_json(reply.text());
   if (value && output->validate(*value, decoded)) return Next::answer(std::move(reply), std::move(*value));
   const std::string problems = value ? decoded.summary() : "the answer is not JSON";
   state.history.push_back(std::move(reply));

@@ -91,7 +91,8 @@ HistoryPolicy summarize_older(std::size_t turns, Summarizer summarize) {
     if (start == 0) return history;
     const std::vector<Message> older(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(start));
     history.erase(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(start));
-    history.front().content = "Summary of the earlier conversation: " + summarize(older) + "\n\n" + history.front().content;
+    auto& first = history.front().content;
+    first.insert(first.begin(), TextPart{"Summary of the earlier conversation: " + summarize(older) + "\n\n"});
     return history;
   };
 }

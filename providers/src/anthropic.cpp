@@ -1,7 +1,7 @@
 #include <agentkit/providers/anthropic.h>
 
 #include <algorithm>
-
+#include <initializer_list>
 #include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
 
@@ -28,6 +28,97 @@ Schema text_block(const std::string& text) {
   block["type"] = "text";
   block["text"] = text;
   return block;
+}
+
+bool one_of(std::string_view value, std::initializer_list<std::string_view> options) {
+  return std::find(options.begin(), options.end(), value) != options.end();
+}
+
+// A part Anthropic cannot take here, as a text block in its place.
+Schema omitted(const ContentPart& part, std::string_view why) {
+  return text_block("[" + describe(part) + " omitted: " + std::string(why) + "]");
+}
+
+// {"type": "base64", "media_type", "data"} or {"type": "url", "url"}.
+template <class P>
+Schema source_of(const P& part) {
+  Schema source = Schema::object();
+  if (!part.url.empty()) {
+    source["type"] = "url";
+    source["url"] = part.url;
+  } else {
+    source["type"] = "base64";
+    source["media_type"] = part.media_type;
+    source["data"] = base64_encode(part.data);
+  }
+  return source;
+}
+
+// One part as a content block, or null for a part not sent: reasoning from
+// another provider, or any reasoning outside an assistant turn. Images are
+// JPEG, PNG, GIF or WebP; documents PDF (others become text notes).
+Schema block_of(const ContentPart& part, Role role) {
+  if (const auto* t = std::get_if<TextPart>(&part)) return text_block(t->text);
+  if (const auto* r = std::get_if<RefusalPart>(&part)) return text_block(r->text);
+  if (const auto* image = std::get_if<ImagePart>(&part)) {
+    if (role == Role::assistant) return omitted(part, "Anthropic takes images in user turns and tool results");
+    if (!image->data.empty() && !one_of(image->media_type, {"image/jpeg", "image/png", "image/gif", "image/webp"})) {
+      return omitted(part, "Anthropic takes image/jpeg, image/png, image/gif and image/webp");
+    }
+    Schema block = Schema::object();
+    block["type"] = "image";
+    block["source"] = source_of(*image);
+    return block;
+  }
+  if (const auto* file = std::get_if<FilePart>(&part)) {
+    if (role == Role::assistant) return omitted(part, "Anthropic takes documents in user turns and tool results");
+    if (!file->data.empty() && file->media_type != "application/pdf") {
+      return omitted(part, "Anthropic takes documents as application/pdf");
+    }
+    Schema block = Schema::object();
+    block["type"] = "document";
+    block["source"] = source_of(*file);
+    if (!file->name.empty()) block["title"] = file->name;
+    return block;
+  }
+  const auto& reasoning = std::get<ReasoningPart>(part);
+  if (role != Role::assistant || reasoning.provider != "anthropic") return Schema(nullptr);
+  Schema block = Schema::object();
+  if (!reasoning.redacted.empty()) {
+    block["type"] = "redacted_thinking";
+    block["data"] = reasoning.redacted;
+  } else {
+    block["type"] = "thinking";
+    block["thinking"] = reasoning.text;
+    block["signature"] = reasoning.signature;
+  }
+  return block;
+}
+
+// A message's parts as content blocks; a single string when they are all
+// text (what text-only agentkit always sent).
+Schema content_of(const Message& m) {
+  const bool text_only = std::all_of(m.content.begin(), m.content.end(), [&](const ContentPart& p) {
+    return std::holds_alternative<TextPart>(p) ||
+           (std::holds_alternative<ReasoningPart>(p) &&
+            (m.role != Role::assistant || std::get<ReasoningPart>(p).provider != "anthropic"));
+  });
+  if (text_only && m.tool_calls.empty()) return m.text();
+  Schema blocks = Schema::array();
+  for (const auto& part : m.content) {
+    Schema block = block_of(part, m.role);
+    if (block.is_null()) continue;
+    // Adjacent text parts travel as one block, as the text they make.
+    if (block["type"] == "text" && !blocks.empty() && blocks.back()["type"] == "text" &&
+        std::holds_alternative<TextPart>(part)) {
+      blocks.back()["text"] = blocks.back()["text"].get<std::string>() + block["text"].get<std::string>();
+      continue;
+    }
+    blocks.push_back(std::move(block));
+  }
+  // An empty text block is refused by the API.
+  if (!blocks.empty() && blocks.back()["type"] == "text" && blocks.back()["text"] == "") blocks.erase(blocks.size() - 1);
+  return blocks;
 }
 
 // Arguments as an object for `tool_use.input`; text that never parsed (a
@@ -211,6 +302,7 @@ std::string anthropic_stop_reason(std::string_view reason) {
 }
 
 Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& options, bool stream) {
+  check_content(request.messages, options.content_limits);
   Schema body = Schema::object();
   body["model"] = options.model.empty() ? std::string(request.model) : options.model;
   body["max_tokens"] = options.max_tokens;
@@ -222,7 +314,7 @@ Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& optio
       Schema block = Schema::object();
       block["type"] = "tool_result";
       block["tool_use_id"] = m.tool_call_id;
-      block["content"] = m.content;
+      block["content"] = content_of(m);
       if (m.is_error) block["is_error"] = true;
       const bool extend = !messages.empty() && messages.back()["role"] == "user" &&
                           messages.back()["content"].is_array() && !messages.back()["content"].empty() &&
@@ -240,8 +332,7 @@ Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& optio
     Schema msg = Schema::object();
     msg["role"] = m.role == Role::assistant ? "assistant" : "user";
     if (m.role == Role::assistant && !m.tool_calls.empty()) {
-      Schema content = Schema::array();
-      if (!m.content.empty()) content.push_back(text_block(m.content));
+      Schema content = content_of(m);
       for (const auto& c : m.tool_calls) {
         Schema block = Schema::object();
         block["type"] = "tool_use";
@@ -252,7 +343,7 @@ Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& optio
       }
       msg["content"] = std::move(content);
     } else {
-      msg["content"] = m.content;
+      msg["content"] = content_of(m);
     }
     messages.push_back(std::move(msg));
   }
@@ -282,7 +373,12 @@ ModelResponse anthropic_response(const Json& body) {
       if (!block.is_object()) continue;
       const std::string type = text_of(block.value("type", Json()));
       if (type == "text") {
-        out.message.content += text_of(block.value("text", Json()));
+        out.message.add_text(text_of(block.value("text", Json())));
+      } else if (type == "thinking") {
+        out.message.content.emplace_back(ReasoningPart{text_of(block.value("thinking", Json())),
+                                                       text_of(block.value("signature", Json())), {}, "anthropic"});
+      } else if (type == "redacted_thinking") {
+        out.message.content.emplace_back(ReasoningPart{{}, {}, text_of(block.value("data", Json())), "anthropic"});
       } else if (type == "tool_use") {
         Json input = block.value("input", Json::object());
         out.message.tool_calls.push_back(ToolCall{text_of(block.value("id", Json())),
@@ -335,7 +431,9 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
       block.type = text_of(cb.value("type", Json()));
       block.id = text_of(cb.value("id", Json()));
       block.name = text_of(cb.value("name", Json()));
-      block.text = text_of(cb.value("text", Json()));
+      block.text = text_of(cb.value(block.type == "thinking" ? "thinking" : "text", Json()));
+      block.signature = text_of(cb.value("signature", Json()));
+      block.data = text_of(cb.value("data", Json()));
     } else if (type == "content_block_delta") {
       const Json delta = detail::object_at(e, "delta", "Anthropic content_block_delta");
       const std::string dt = text_of(delta.value("type", Json()));
@@ -345,6 +443,8 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
         block.text += text;
       }
       if (dt == "input_json_delta") block.partial_json += text_of(delta.value("partial_json", Json()));
+      if (dt == "thinking_delta") block.text += text_of(delta.value("thinking", Json()));
+      if (dt == "signature_delta") block.signature += text_of(delta.value("signature", Json()));
     } else {
       block.stopped = true;
     }
@@ -356,7 +456,11 @@ ModelResponse AnthropicStreamAccumulator::finish() {
   out.message.role = Role::assistant;
   for (const auto& block : blocks_) {
     if (block.type == "text") {
-      out.message.content += block.text;
+      out.message.add_text(block.text);
+    } else if (block.type == "thinking") {
+      out.message.content.emplace_back(ReasoningPart{block.text, block.signature, {}, "anthropic"});
+    } else if (block.type == "redacted_thinking") {
+      out.message.content.emplace_back(ReasoningPart{{}, {}, block.data, "anthropic"});
     } else if (block.type == "tool_use") {
       ToolCall call{block.id, block.name, Json::object(), {}};
       // A no-argument tool sends "" as its only delta: that is {}. Text is

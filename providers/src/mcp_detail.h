@@ -27,8 +27,6 @@ McpCallResult call_result(const Json& result);
 // A short, single-line rendering of untrusted text for logs and errors.
 std::string preview_text(std::string_view text, std::size_t max_chars = 120);
 
-// The number of bytes a base64 payload decodes to (whitespace ignored).
-std::size_t base64_decoded_size(std::string_view base64) noexcept;
 
 // Largest message accepted from a server (a stdio line, an HTTP body or SSE event).
 inline constexpr std::size_t kMaxMessageBytes = 32u << 20;

@@ -56,8 +56,8 @@ std::string type_problem(const Json& schema, const Json& value) {
 }
 
 std::string size_note(const Json& block, const char* data_key) {
-  const std::string data = string_field(block, data_key);
-  return std::to_string(base64_decoded_size(data)) + " bytes";
+  const auto bytes = base64_decode(string_field(block, data_key));
+  return bytes ? std::to_string(bytes->size()) + " bytes" : std::string("not valid base64");
 }
 
 std::string with_mime(std::string head, const Json& block) {
@@ -92,15 +92,6 @@ std::string render_block(const Json& block) {
 }
 
 }  // namespace
-
-std::size_t base64_decoded_size(std::string_view base64) noexcept {
-  // Every 4 significant characters carry 3 bytes; '=' padding carries none.
-  std::size_t chars = 0;
-  for (char c : base64) {
-    if (c != '=' && c != '\n' && c != '\r' && c != ' ' && c != '\t') ++chars;
-  }
-  return chars * 3 / 4;
-}
 
 std::string preview_text(std::string_view text, std::size_t max_chars) {
   // preview() escapes control characters, replaces invalid UTF-8 and quotes
@@ -236,6 +227,31 @@ std::string McpCallResult::text() const {
   for (const auto& block : content) {
     if (!out.empty()) out += '\n';
     out += mcp_detail::render_block(block);
+  }
+  return out;
+}
+
+std::vector<ContentPart> McpCallResult::parts() const {
+  std::vector<ContentPart> out;
+  for (const auto& block : content) {
+    if (block.is_object() && mcp_detail::string_field(block, "type") == "image") {
+      ImagePart image{mcp_detail::string_field(block, "mimeType"), {}, {}};
+      auto bytes = base64_decode(mcp_detail::string_field(block, "data"));
+      if (bytes && !bytes->empty()) {
+        image.data = *std::move(bytes);
+        try {
+          check_part(image);
+          out.emplace_back(std::move(image));
+          continue;
+        } catch (const InvalidContent&) {
+        }  // a bad media type: the text note below says what it was
+      }
+    }
+    if (!out.empty() && std::holds_alternative<TextPart>(out.back())) {
+      std::get<TextPart>(out.back()).text += '\n' + mcp_detail::render_block(block);
+    } else {
+      out.emplace_back(TextPart{mcp_detail::render_block(block)});
+    }
   }
   return out;
 }

@@ -11,17 +11,93 @@
 namespace agentkit::providers {
 namespace {
 
+// What OpenAI chat cannot take, as a text note in its place.
+std::string omitted(const ContentPart& part, std::string_view why) {
+  return "[" + describe(part) + " omitted: " + std::string(why) + "]";
+}
+
+std::string data_url(const std::string& media_type, const std::string& bytes) {
+  return "data:" + media_type + ";base64," + base64_encode(bytes);
+}
+
+// User content: a plain string when it is all text (the common case, and
+// byte-identical to what text-only agentkit sent), else a list of
+// text, image_url and file parts. Reasoning from any provider is not sent.
+Schema user_content(const Message& m) {
+  const bool text_only = std::all_of(m.content.begin(), m.content.end(), [](const ContentPart& p) {
+    return std::holds_alternative<TextPart>(p) || std::holds_alternative<ReasoningPart>(p);
+  });
+  if (text_only) return m.text();
+  Schema parts = Schema::array();
+  const auto text = [&](std::string t) {
+    Schema part = Schema::object();
+    part["type"] = "text";
+    part["text"] = std::move(t);
+    parts.push_back(std::move(part));
+  };
+  for (const auto& p : m.content) {
+    if (const auto* t = std::get_if<TextPart>(&p)) {
+      text(t->text);
+    } else if (const auto* image = std::get_if<ImagePart>(&p)) {
+      Schema url = Schema::object();
+      url["url"] = image->url.empty() ? data_url(image->media_type, image->data) : image->url;
+      Schema part = Schema::object();
+      part["type"] = "image_url";
+      part["image_url"] = std::move(url);
+      parts.push_back(std::move(part));
+    } else if (const auto* file = std::get_if<FilePart>(&p)) {
+      if (file->data.empty()) {
+        text(omitted(p, "OpenAI chat takes files as bytes, not URLs"));
+        continue;
+      }
+      Schema inner = Schema::object();
+      inner["file_data"] = data_url(file->media_type, file->data);
+      inner["filename"] = file->name.empty() ? std::string("file") : file->name;
+      Schema part = Schema::object();
+      part["type"] = "file";
+      part["file"] = std::move(inner);
+      parts.push_back(std::move(part));
+    } else if (const auto* refusal = std::get_if<RefusalPart>(&p)) {
+      text(refusal->text);
+    }
+  }
+  return parts;
+}
+
+// Assistant and tool content is text only on OpenAI chat: other parts
+// become notes (reasoning is dropped; a refusal goes in `refusal`).
+std::string text_content(const Message& m, std::string_view role) {
+  std::string out;
+  for (const auto& p : m.content) {
+    if (const auto* t = std::get_if<TextPart>(&p)) {
+      out += t->text;
+    } else if (std::holds_alternative<ImagePart>(p) || std::holds_alternative<FilePart>(p)) {
+      if (!out.empty()) out += '\n';
+      out += omitted(p, "OpenAI chat takes " + std::string(part_type(p)) + "s in user messages only, not in " +
+                            std::string(role) + " messages");
+    }
+  }
+  return out;
+}
+
 Schema message_json(const Message& m) {
   Schema out = Schema::object();
   switch (m.role) {
     case Role::system:
+      out["role"] = "system";
+      out["content"] = m.text();
+      return out;
     case Role::user:
-      out["role"] = m.role == Role::system ? "system" : "user";
-      out["content"] = m.content;
+      out["role"] = "user";
+      out["content"] = user_content(m);
       return out;
     case Role::assistant: {
       out["role"] = "assistant";
-      out["content"] = m.content.empty() && !m.tool_calls.empty() ? Schema(nullptr) : Schema(m.content);
+      const std::string text = text_content(m, "assistant");
+      out["content"] = text.empty() && !m.tool_calls.empty() ? Schema(nullptr) : Schema(text);
+      for (const auto& p : m.content) {
+        if (const auto* r = std::get_if<RefusalPart>(&p)) out["refusal"] = r->text;
+      }
       if (!m.tool_calls.empty()) {
         Schema calls = Schema::array();
         for (const auto& c : m.tool_calls) {
@@ -44,7 +120,7 @@ Schema message_json(const Message& m) {
     case Role::tool:
       out["role"] = "tool";
       out["tool_call_id"] = m.tool_call_id;
-      out["content"] = m.content;
+      out["content"] = text_content(m, "tool");
       return out;
   }
   return out;
@@ -136,10 +212,11 @@ std::string openai_finish_reason(std::string_view reason) {
 }
 
 Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream) {
+  check_content(request.messages, options.content_limits);
   Schema body = Schema::object();
   body["model"] = options.model.empty() ? std::string(request.model) : options.model;
   Schema messages = Schema::array();
-  if (!request.system.empty()) messages.push_back(message_json(Message{Role::system, std::string(request.system)}));
+  if (!request.system.empty()) messages.push_back(message_json(Message::system(std::string(request.system))));
   for (const auto& m : request.messages) messages.push_back(message_json(m));
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) {
@@ -180,7 +257,10 @@ ModelResponse openai_chat_response(const Json& body) {
     const Json message = detail::object_at(choice, "message", "OpenAI response choices[0]");
     ModelResponse out;
     out.message.role = Role::assistant;
-    out.message.content = text_of(message.value("content", Json()));
+    out.message.add_text(text_of(message.value("content", Json())));
+    if (const std::string refusal = text_of(message.value("refusal", Json())); !refusal.empty()) {
+      out.message.content.emplace_back(RefusalPart{refusal});
+    }
     if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
       for (const auto& c : *calls) {
         const Json function = detail::object_at(c, "function", "OpenAI response tool call");
@@ -220,6 +300,7 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
       const std::string text = text_of(delta.value("content", Json()));
       if (on_text_ && !text.empty()) on_text_(text);
       content_ += text;
+      refusal_ += text_of(delta.value("refusal", Json()));
       if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
         for (const auto& c : *calls) {
           if (!c.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: a tool call is not an object");
@@ -244,7 +325,8 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
 ModelResponse OpenAIStreamAccumulator::finish() {
   ModelResponse out;
   out.message.role = Role::assistant;
-  out.message.content = content_;
+  out.message.add_text(content_);
+  if (!refusal_.empty()) out.message.content.emplace_back(RefusalPart{refusal_});
   for (const auto& c : calls_) {
     if (c.name.empty() && c.id.empty()) continue;
     out.message.tool_calls.push_back(ToolCall{c.id, c.name, Json::object(), c.arguments.empty() ? "{}" : c.arguments});

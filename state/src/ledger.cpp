@@ -16,6 +16,27 @@ constexpr const char* kUnknown =
 
 std::string intent_record(int attempt) { return Json{{"state", "intent"}, {"attempt", attempt}}.dump(); }
 
+// A result's content parts, recorded with its value so that a call answered
+// from the record shows the model what the call returned (an image too).
+Json parts_json(const std::vector<ContentPart>& parts) {
+  Json out = Json::array();
+  for (const auto& part : parts) out.push_back(to_json(part));
+  return out;
+}
+
+// A record's parts; a record whose parts do not read back has none.
+std::vector<ContentPart> parts_of(const Json& record) {
+  std::vector<ContentPart> parts;
+  const auto it = record.find("parts");
+  if (it == record.end() || !it->is_array()) return parts;
+  try {
+    for (const auto& part : *it) parts.push_back(part_from_json(part));
+  } catch (const std::invalid_argument&) {
+    parts.clear();
+  }
+  return parts;
+}
+
 // FNV-1a, 64 bits, in hex: a short, stable store key for a long call key.
 std::string hashed(const std::string& text) {
   std::uint64_t h = 14695981039346656037ull;
@@ -38,7 +59,7 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
   if (entry) {
     const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
     const bool done = record.is_object() && record.value("state", "") == "done";
-    if (done && record.value("status", "") == "ok") return ToolResult::ok(record.value("value", Json()));
+    if (done && record.value("status", "") == "ok") return ToolResult::ok(record.value("value", Json()), parts_of(record));
     if (!idempotent) {
       if (!done) return ToolResult::outcome_unknown(kUnknown);
       const std::string text = record.value("text", "Tool failed");
@@ -65,6 +86,7 @@ void StoreLedger::end(const ToolRequest& request, const ToolResult& result) cons
   Json record{{"state", "done"}, {"status", to_string(result.status)}};
   if (result.is_ok()) {
     record["value"] = result.value;
+    if (!result.parts.empty()) record["parts"] = parts_json(result.parts);
   } else {
     record["text"] = result.text;
   }
@@ -76,12 +98,14 @@ std::optional<ToolResult> StoreLedger::recall(const std::string& call) const {
   if (!entry) return std::nullopt;
   const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
   if (!record.is_object() || record.value("call", "") != call) return std::nullopt;
-  return ToolResult::ok(record.value("value", Json()));
+  return ToolResult::ok(record.value("value", Json()), parts_of(record));
 }
 
 void StoreLedger::remember(const std::string& call, const ToolResult& result) const {
   if (!result.is_ok()) return;  // failures are never kept
-  store_->put(prefix_ + "same/" + hashed(call), canonical_dump(Json{{"call", call}, {"value", result.value}}));
+  Json record{{"call", call}, {"value", result.value}};
+  if (!result.parts.empty()) record["parts"] = parts_json(result.parts);
+  store_->put(prefix_ + "same/" + hashed(call), canonical_dump(record));
 }
 
 void StoreLedger::clear() const {

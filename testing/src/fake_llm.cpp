@@ -13,7 +13,7 @@ ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext&) {
     requests_.push_back(std::move(r));
   }
   if (next_ >= turns_.size()) {
-    std::string last = request.messages.empty() ? std::string("(none)") : request.messages.back().content;
+    std::string last = request.messages.empty() ? std::string("(none)") : request.messages.back().text();
     if (last.size() > 120) last = last.substr(0, 120) + "...";
     throw ScriptExhausted("FakeLLM: script exhausted at model call #" + std::to_string(call) + " (the script has " +
                           std::to_string(turns_.size()) + " turns); last message: " + last);
@@ -21,7 +21,8 @@ ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext&) {
   const Turn& turn = turns_[next_++];
   if (!turn.throws.empty()) throw std::runtime_error(turn.throws);
   ModelResponse response;
-  response.message = Message::assistant(turn.content, turn.tool_calls);
+  response.message = Message::assistant(turn.parts, turn.tool_calls);
+  response.message.add_text(turn.content);
   response.usage = turn.usage;
   response.finish_reason = !turn.finish_reason.empty() ? turn.finish_reason
                            : turn.tool_calls.empty()    ? "stop"

@@ -75,7 +75,7 @@ TEST_CASE("Lisbon: a ReAct run with one tool call, then the answer", "[agent][sp
   CHECK(requests[0].tools == std::vector<std::string>{"city_population"});
   REQUIRE(requests[1].messages.size() == 3);
   CHECK(requests[1].messages[2].role == agentkit::Role::tool);
-  CHECK(requests[1].messages[2].content == "545000");
+  CHECK(requests[1].messages[2].text() == "545000");
   CHECK(requests[1].messages[2].tool_call_id == "c1");
 }
 
@@ -116,7 +116,7 @@ TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approva
     CHECK(resumed.output == "Refund issued.");
     CHECK(resumed.usage.input_tokens == 20);  // both steps, across the suspension
     CHECK(refunds.executed == 1);
-    CHECK(llm->requests().back().messages.back().content == "refunded 20.0 on A-1");
+    CHECK(llm->requests().back().messages.back().text() == "refunded 20.0 on A-1");
   }
   SECTION("reject: the model gets an honest denial and the call never runs") {
     auto resumed = agent.resume(restored, {{"c1", Decision::reject("amount too high")}}, ctx);
@@ -124,7 +124,7 @@ TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approva
     CHECK(refunds.executed == 0);
     const auto last = llm->requests().back().messages.back();
     CHECK(last.is_error);
-    CHECK(last.content == "A human reviewer rejected the call to 'refund'; it did not run. Reason: amount too high");
+    CHECK(last.text() == "A human reviewer rejected the call to 'refund'; it did not run. Reason: amount too high");
   }
   SECTION("no decision counts as a rejection") {
     auto resumed = agent.resume(restored, {}, ctx);
@@ -134,7 +134,7 @@ TEST_CASE("refund: suspended under AUTO, the refund never ran", "[agent][approva
   SECTION("edit: the edited arguments run") {
     auto resumed = agent.resume(restored, {{"c1", Decision::edit({{"order_id", "A-1"}, {"amount_usd", 15.0}})}}, ctx);
     CHECK(refunds.executed == 1);
-    CHECK(llm->requests().back().messages.back().content == "refunded 15.0 on A-1");
+    CHECK(llm->requests().back().messages.back().text() == "refunded 15.0 on A-1");
   }
   SECTION("resuming a run that is not suspended is refused") {
     auto resumed = agent.resume(restored, {{"c1", Decision::approve()}}, ctx);
@@ -172,9 +172,9 @@ TEST_CASE("a parallel batch with one gated call: siblings run once and are kept"
   const auto messages = llm->requests().back().messages;
   REQUIRE(messages.size() == 5);
   CHECK(messages[2].tool_call_id == "c1");
-  CHECK(messages[2].content == "A-1: delivered, $20");
+  CHECK(messages[2].text() == "A-1: delivered, $20");
   CHECK(messages[3].tool_call_id == "c2");
-  CHECK(messages[3].content == "refunded 20.0 on A-1");
+  CHECK(messages[3].text() == "refunded 20.0 on A-1");
   CHECK(messages[4].tool_call_id == "c3");
 }
 
@@ -223,12 +223,12 @@ TEST_CASE("malformed calls end in repair turns, not crashes", "[agent][repair]")
   const auto second = llm->requests()[1].messages;
   REQUIRE(second.size() == 7);
   CHECK(second[2].is_error);
-  CHECK_THAT(second[2].content, Catch::Contains("arguments are not valid JSON"));
-  CHECK_THAT(second[3].content, Catch::Contains("unknown tool 'nope'. Advertised tools: ['city_population']"));
-  CHECK_THAT(second[4].content, Catch::Contains("duplicate tool call id 'c2'"));
+  CHECK_THAT(second[2].text(), Catch::Contains("arguments are not valid JSON"));
+  CHECK_THAT(second[3].text(), Catch::Contains("unknown tool 'nope'. Advertised tools: ['city_population']"));
+  CHECK_THAT(second[4].text(), Catch::Contains("duplicate tool call id 'c2'"));
   CHECK(second[4].tool_call_id != "c2");  // ids stay unique on the wire
-  CHECK_THAT(second[5].content, Catch::Contains("empty name"));
-  CHECK_THAT(second[6].content, Catch::Contains("unexpected argument(s) ['town']"));
+  CHECK_THAT(second[5].text(), Catch::Contains("empty name"));
+  CHECK_THAT(second[6].text(), Catch::Contains("unexpected argument(s) ['town']"));
   const auto third = llm->requests()[2].messages;
   CHECK_FALSE(third.back().is_error);
   CHECK_FALSE(third.back().tool_call_id.empty());  // a missing id is generated
@@ -270,8 +270,8 @@ TEST_CASE("limits stop the run with the partial result", "[agent][limits]") {
     CHECK(runs == 1);
     const auto& history = r.state.history;
     REQUIRE(history.size() == 6);
-    CHECK_THAT(history[4].content, Catch::Contains("Not run"));
-    CHECK_THAT(history[5].content, Catch::Contains("Not run"));
+    CHECK_THAT(history[4].text(), Catch::Contains("Not run"));
+    CHECK_THAT(history[5].text(), Catch::Contains("Not run"));
   }
   SECTION("model steps budget") {
     std::vector<Turn> turns(5, Turn{.tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}});
@@ -354,8 +354,8 @@ TEST_CASE("octopus: an agent as a tool", "[agent][as_tool][spec]") {
   auto requests = llm->requests();
   REQUIRE(requests.size() == 3);
   CHECK(requests[1].system == "You summarise a topic in one sentence.");
-  CHECK(requests[1].messages[0].content == "octopus tool use");
-  CHECK(requests[2].messages.back().content == "Octopuses carry coconut shells as portable shelters.");
+  CHECK(requests[1].messages[0].text() == "octopus tool use");
+  CHECK(requests[2].messages.back().text() == "Octopuses carry coconut shells as portable shelters.");
   CHECK(ctx.budget->model_steps() == 3);  // the child shares the budget
   CHECK(result.usage.input_tokens == 30);  // usage totals the researcher's step too
   CHECK(result.usage.output_tokens == 15);
@@ -380,7 +380,7 @@ TEST_CASE("nested as_tool hits the depth limit as a model-visible error", "[agen
   CHECK(result.output == "done");
   const auto middle_view = llm->requests()[2].messages;
   CHECK(middle_view.back().is_error);
-  CHECK_THAT(middle_view.back().content, Catch::Contains("depth limit 1 reached"));
+  CHECK_THAT(middle_view.back().text(), Catch::Contains("depth limit 1 reached"));
 }
 
 namespace {
@@ -404,7 +404,7 @@ TEST_CASE("a declared output type: validated and converted, a mismatch is a repa
   auto r = agent.run("Is this spam?", ctx);
   CHECK(r.stop_reason == StopReason::answered);
   CHECK(r.structured == Json({{"label", "spam"}, {"confidence", 0.9}}));
-  CHECK_THAT(llm->requests()[1].messages.back().content, Catch::Contains("did not match the required output type Verdict"));
+  CHECK_THAT(llm->requests()[1].messages.back().text(), Catch::Contains("did not match the required output type Verdict"));
   CHECK(agentkit::render_result(r) == "confidence: 0.9\nlabel: spam");
 }
 
@@ -474,11 +474,11 @@ TEST_CASE("text that is not UTF-8 is replaced where it enters a run, and the run
   REQUIRE(requests.size() == 2);
   const auto& seen = requests[1].messages;
   REQUIRE(seen.size() == 5);
-  CHECK(seen[1].content == "Looking at it " + fffd);
+  CHECK(seen[1].text() == "Looking at it " + fffd);
   CHECK(seen[1].tool_calls.at(0).arguments == Json({{"path", "scan" + fffd + ".png"}}));
-  CHECK(seen[2].content == fffd + "PNG\r\n\x1a\n" + fffd + fffd);
-  CHECK(seen[3].content == "Tool failed: MCP server 'files': caf" + fffd + " is not readable");
-  CHECK(seen[4].content == seen[2].content);
+  CHECK(seen[2].text() == fffd + "PNG\r\n\x1a\n" + fffd + fffd);
+  CHECK(seen[3].text() == "Tool failed: MCP server 'files': caf" + fffd + " is not readable");
+  CHECK(seen[4].text() == seen[2].text());
 
   std::string dumped;
   CHECK_NOTHROW(dumped = r.state.to_json().dump());
@@ -488,7 +488,7 @@ TEST_CASE("text that is not UTF-8 is replaced where it enters a run, and the run
   CHECK(stored->history == r.state.history);
   const auto session = agentkit::session_history(*ctx.store, ctx.scope, "chat");
   REQUIRE(!session.empty());
-  CHECK(session.back().content == "Done " + fffd);
+  CHECK(session.back().text() == "Done " + fffd);
 }
 
 TEST_CASE("calls of one turn run concurrently on the executor, results in call order", "[agent][executor]") {
@@ -512,8 +512,8 @@ TEST_CASE("calls of one turn run concurrently on the executor, results in call o
   auto r = agent.run("go", ctx);
   REQUIRE(r.stop_reason == StopReason::answered);
   const auto messages = llm->requests()[1].messages;
-  CHECK(messages[2].content == "first overlapped");
-  CHECK(messages[3].content == "second overlapped");
+  CHECK(messages[2].text() == "first overlapped");
+  CHECK(messages[3].text() == "second overlapped");
 }
 
 TEST_CASE("a wall-time budget stops a run", "[agent][limits]") {

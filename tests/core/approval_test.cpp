@@ -332,7 +332,7 @@ TEST_CASE("Decision::edit: the history shows the call as it ran, the audit keeps
   REQUIRE(messages.size() == 3);
   REQUIRE(messages[1].tool_calls.size() == 1);
   CHECK(messages[1].tool_calls[0].arguments == edited);
-  CHECK(messages[2].content == "refunded 20 on A-2");
+  CHECK(messages[2].text() == "refunded 20 on A-2");
   // The run's own history agrees.
   CHECK(resumed.state.history.at(1).tool_calls.at(0).arguments == edited);
 
@@ -496,7 +496,7 @@ TEST_CASE("a hidden tool is loop-invisible: the model naming it gets the unknown
   CHECK(*runs == 0);
   const auto last = llm->requests().back().messages.back();
   CHECK(last.is_error);
-  CHECK_THAT(last.content, Catch::StartsWith("unknown tool 'purge_cache'"));
+  CHECK_THAT(last.text(), Catch::StartsWith("unknown tool 'purge_cache'"));
   // The host can still call it.
   CHECK(internal->run(Json::object(), ctx) == "purged");
 }

@@ -169,19 +169,19 @@ TEST_CASE("a cancelled run records each call by what happened to it: finished, r
 
   SECTION("the finished call keeps its real result") {
     const Message& m = tool_message(result, "c1");
-    CHECK(m.content == "done charge");
+    CHECK(m.text() == "done charge");
     CHECK_FALSE(m.is_error);
   }
   SECTION("the call still running is outcome_unknown, not 'Not run'") {
     const Message& m = tool_message(result, "c2");
     CHECK(m.is_error);
-    CHECK_THAT(m.content, Catch::StartsWith("Outcome unknown: the run stopped (cancelled) while this call was running"));
-    CHECK_THAT(m.content, !Catch::Contains("Not run"));
+    CHECK_THAT(m.text(), Catch::StartsWith("Outcome unknown: the run stopped (cancelled) while this call was running"));
+    CHECK_THAT(m.text(), !Catch::Contains("Not run"));
   }
   SECTION("only the call that never started says 'Not run', and it never starts") {
     const Message& m = tool_message(result, "c3");
     CHECK(m.is_error);
-    CHECK(m.content == "Not run: the run stopped (cancelled) before this call.");
+    CHECK(m.text() == "Not run: the run stopped (cancelled) before this call.");
     gate->release = true;
     REQUIRE(eventually([&] { return gate->finished == 1; }));
     executor.reset();  // joins the worker: anything queued has run by now
@@ -221,7 +221,7 @@ TEST_CASE("after a cancel, run() returns within 50 ms though a tool ignores it; 
 
   CHECK(returned_at - cancelled_at < agentkit_test::latency_bound(50ms));
   CHECK(result.stop_reason == StopReason::cancelled);
-  CHECK_THAT(tool_message(result, "c1").content, Catch::StartsWith("Outcome unknown:"));
+  CHECK_THAT(tool_message(result, "c1").text(), Catch::StartsWith("Outcome unknown:"));
 
   // The body completes later; the stored run keeps what the run said, and
   // the ledger's records are tidied once the body has recorded its outcome.

@@ -99,8 +99,8 @@ TEST_CASE("a call refused before it runs is a ToolCallRefused event", "[events]"
   CHECK_THAT(refused[1].error, Catch::Contains("lookup"));
   // The model got the same text as the call's error result.
   const auto history = llm->requests().at(1).messages;
-  CHECK(history.at(2).content == refused[0].error);
-  CHECK(history.at(3).content == refused[1].error);
+  CHECK(history.at(2).text() == refused[0].error);
+  CHECK(history.at(3).text() == refused[1].error);
   // Only the valid call started.
   const auto started = recorder->all<ToolCallStarted>();
   REQUIRE(started.size() == 1);

@@ -13,7 +13,7 @@ using trompeloeil::_;
 TEST_CASE("MockModel answers an agent run", "[mocks]") {
   auto model = std::make_shared<agentkit::testing::MockModel>();
   REQUIRE_CALL(*model, complete(_, _))
-      .WITH(_1.system == "Be brief." && _1.messages.size() == 1 && _1.messages[0].content == "hi")
+      .WITH(_1.system == "Be brief." && _1.messages.size() == 1 && _1.messages[0].text() == "hi")
       .RETURN(agentkit::ModelResponse{agentkit::Message::assistant("hello"), {3, 1, 0}, "stop"});
   agentkit::Agent agent("greeter", "mock", "Be brief.");
   auto ctx = agentkit::testing::make_test_ctx({.llm = model});

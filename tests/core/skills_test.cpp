@@ -396,7 +396,7 @@ TEST_CASE("Skills: an agent lists skills in its prompt and loads one through the
   const auto& loaded = requests[1].messages.back();
   CHECK(loaded.tool_call_id == "c1");
   CHECK_FALSE(loaded.is_error);
-  const Json body = Json::parse(loaded.content);
+  const Json body = Json::parse(loaded.text());
   CHECK(body["name"] == "internet-research");
   CHECK(body["instructions"] == "Search first, then read references/guide.md.");
   CHECK(body["resources"] == Json::array({"references/guide.md"}));
@@ -404,7 +404,7 @@ TEST_CASE("Skills: an agent lists skills in its prompt and loads one through the
 
   const auto& unknown = requests[2].messages.back();
   CHECK(unknown.is_error);
-  CHECK_THAT(unknown.content,
+  CHECK_THAT(unknown.text(),
              Catch::Contains("unknown skill 'web-research'; available: ['internet-research', 'pdf-tools']"));
 }
 

@@ -109,7 +109,7 @@ void fuzz_reply(const providers::ReplyFormat& format, const std::uint8_t* data, 
   if (!whole.text.empty()) {
     AGENTKIT_FUZZ_CHECK(body.find(format.terminal_event == "data: [DONE]" ? "[DONE]" : "message_stop") !=
                         std::string_view::npos);
-    if (text_is_content) AGENTKIT_FUZZ_CHECK(whole.text == whole.response->message.content);
+    if (text_is_content) AGENTKIT_FUZZ_CHECK(whole.text == whole.response->message.text());
   }
 }
 

@@ -48,7 +48,7 @@ class PlannedModel final : public agentkit::Model {
     } else if (step == kSteps && needs_transfer(run)) {
       ask("t", "transfer", run + "/transfer");
     } else {
-      response.message.content = "done " + run;
+      response.message.add_text("done " + run);
     }
     response.finish_reason = response.message.tool_calls.empty() ? "stop" : "tool_calls";
     return response;

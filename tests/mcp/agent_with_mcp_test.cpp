@@ -39,14 +39,14 @@ TEST_CASE("agent: MCP results and MCP errors reach the model as tool messages") 
   REQUIRE(replies.size() == 4);
   CHECK(replies[0].tool_call_id == "c1");
   CHECK_FALSE(replies[0].is_error);
-  CHECK(replies[0].content == "hello \u2028 mcp");
+  CHECK(replies[0].text() == "hello \u2028 mcp");
   CHECK(replies[1].is_error);
-  CHECK(replies[1].content == "Tool failed: disk is full");
+  CHECK(replies[1].text() == "Tool failed: disk is full");
   CHECK(replies[2].is_error);
-  CHECK_THAT(replies[2].content, Catch::Contains("missing required argument(s) ['text']") &&
+  CHECK_THAT(replies[2].text(), Catch::Contains("missing required argument(s) ['text']") &&
                                      Catch::Contains("unexpected argument(s) ['txt']"));
   CHECK(replies[3].is_error);
-  CHECK_THAT(replies[3].content, Catch::Contains("Tool vanished not found"));
+  CHECK_THAT(replies[3].text(), Catch::Contains("Tool vanished not found"));
 
   const auto& advertised = requests[0].tools;
   CHECK(std::find(advertised.begin(), advertised.end(), "fake_echo") != advertised.end());

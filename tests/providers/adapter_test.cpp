@@ -116,7 +116,7 @@ TEST_CASE("OpenAI response: content null, arguments as strings, usage", "[adapte
       "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}},
       {"id":"call_2","type":"function","function":{"name":"now","arguments":""}}]}}],
       "usage":{"prompt_tokens":12,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}})"));
-  CHECK(r.message.content.empty());
+  CHECK(r.message.text().empty());
   REQUIRE(r.message.tool_calls.size() == 2);
   CHECK(r.message.tool_calls[0].arguments_text == R"({"city": "Paris"})");
   CHECK(r.message.tool_calls[1].arguments_text == "{}");
@@ -154,7 +154,7 @@ TEST_CASE("OpenAI stream: tool-call deltas keyed by index, usage chunk with no c
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n"
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n"
         "data: [DONE]\n\n");
-    CHECK(t.message.content == "Hello");
+    CHECK(t.message.text() == "Hello");
     CHECK(t.finish_reason == "stop");
   }
   SECTION("an error inside a 200 stream is a typed error") {
@@ -217,7 +217,7 @@ TEST_CASE("Anthropic stream: blocks by index, input_json_delta, cumulative usage
       "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":42}}\n\n"
       "event: message_stop\ndata: {\"type\":\"message_stop\"}";  // no final blank line
   auto r = decode_stream<AnthropicStreamAccumulator>(sse);
-  CHECK(r.message.content == "Let me check.");
+  CHECK(r.message.text() == "Let me check.");
   REQUIRE(r.message.tool_calls.size() == 2);
   CHECK(Json::parse(r.message.tool_calls[0].arguments_text) == Json({{"city", "Paris"}}));
   CHECK(r.message.tool_calls[1].arguments_text.empty());  // no-arg tool: {}
@@ -250,7 +250,7 @@ TEST_CASE("Anthropic response: text and tool_use blocks, error bodies", "[adapte
   auto r = anthropic_response(Json::parse(R"({"content":[{"type":"text","text":"Sure."},
       {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}],
       "stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":3}})"));
-  CHECK(r.message.content == "Sure.");
+  CHECK(r.message.text() == "Sure.");
   REQUIRE(r.message.tool_calls.size() == 1);
   CHECK(r.message.tool_calls[0].arguments == Json({{"city", "Paris"}}));
   CHECK(r.usage == agentkit::Usage{10, 5, 3});
@@ -359,7 +359,7 @@ TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes"
           continue;
         }
         auto r = decode_stream<OpenAIStreamAccumulator>(text);
-        CHECK((!r.message.content.empty() || !r.message.tool_calls.empty()));
+        CHECK((!r.message.text().empty() || !r.message.tool_calls.empty()));
         for (const auto& c : r.message.tool_calls) {
           ++calls;
           CHECK_FALSE(c.name.empty());
@@ -412,7 +412,7 @@ TEST_CASE("conformance: every recorded Anthropic fixture decodes", "[adapter][co
         continue;
       }
       auto r = decode_stream<AnthropicStreamAccumulator>(text);
-      CHECK((!r.message.content.empty() || !r.message.tool_calls.empty()));
+      CHECK((!r.message.text().empty() || !r.message.tool_calls.empty()));
       for (const auto& c : r.message.tool_calls) {
         ++calls;
         CHECK_FALSE(c.name.empty());

@@ -180,13 +180,13 @@ TEST_CASE("complete streams still decode through ReplyReader in any chunking", "
     reader.on_headers(head("text/event-stream; charset=utf-8"));
     for (const auto& chunk : WireServer::split(joined(kOpenAIText), size)) reader.feed(chunk);
     const auto r = reader.finish();
-    CHECK(r.message.content == "Hello from Lisbon.");
+    CHECK(r.message.text() == "Hello from Lisbon.");
     CHECK(r.usage.input_tokens == 11);
   }
   // message_stop without its final blank line (three recorded SDK fixtures end so).
   std::string body = joined(kAnthropicText);
   body.resize(body.size() - 2);
-  CHECK(anthropic(body).message.content == "Hello from Lisbon.");
+  CHECK(anthropic(body).message.text() == "Hello from Lisbon.");
 }
 
 TEST_CASE("every recorded stream reads through ReplyReader as complete, or as its error", "[fail_closed][truncated][conformance]") {
@@ -265,18 +265,18 @@ TEST_CASE("a 200 answering a streaming request with something else is judged by 
     const auto r = openai(R"({"choices":[{"index":0,"message":{"role":"assistant","content":"Hi."},"finish_reason":"stop"}],)"
                           R"("usage":{"prompt_tokens":3,"completion_tokens":1}})",
                           true, head("application/json"));
-    CHECK(r.message.content == "Hi.");
+    CHECK(r.message.text() == "Hi.");
     CHECK(r.usage.input_tokens == 3);
     const auto a = anthropic(R"({"type":"message","content":[{"type":"text","text":"Hi."}],"stop_reason":"end_turn"})",
                              true, head("application/json"));
-    CHECK(a.message.content == "Hi.");
+    CHECK(a.message.text() == "Hi.");
   }
   SECTION("JSON that is not a completion is a protocol error") {
     CHECK(error_of([] { openai(R"({"id":"x"})", true, head("application/json")); }).code() == ErrorCode::protocol);
     CHECK(error_of([] { openai("[1,2]", true, head("application/json")); }).code() == ErrorCode::protocol);
   }
   SECTION("no content type: the body decides") {
-    CHECK(openai(joined(kOpenAIText), true, head("")).message.content == "Hello from Lisbon.");
+    CHECK(openai(joined(kOpenAIText), true, head("")).message.text() == "Hello from Lisbon.");
     CHECK(error_of([] { openai(R"({"error":{"message":"x","type":"tokens"}})", true, head("")); }).code() ==
           ErrorCode::rate_limited);
   }
@@ -416,9 +416,9 @@ TEST_CASE("streams cut cleanly between events over loopback are truncated, for b
 
   // Unframed but whole: accepted.
   server.enqueue(unframed(kOpenAIText));
-  CHECK(gpt.complete(request, ctx).message.content == "Hello from Lisbon.");
+  CHECK(gpt.complete(request, ctx).message.text() == "Hello from Lisbon.");
   server.enqueue(unframed(kAnthropicText));
-  CHECK(claude.complete(request, ctx).message.content == "Hello from Lisbon.");
+  CHECK(claude.complete(request, ctx).message.text() == "Hello from Lisbon.");
   CHECK(server.requests().size() == 6);  // none retried
 }
 

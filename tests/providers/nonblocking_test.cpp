@@ -349,7 +349,7 @@ TEST_CASE("complete() still works on both adapters, as begin() driven to the end
   auto ctx = agentkit::testing::make_test_ctx();
   const std::vector<agentkit::Message> history{agentkit::Message::user("hi")};
   const agentkit::ModelRequest request{"m", "sys", history, {}};
-  CHECK(model.complete(request, ctx).message.content == "Lisbon has about 545,000 residents.");
+  CHECK(model.complete(request, ctx).message.text() == "Lisbon has about 545,000 residents.");
   auto pending = model.begin(request, ctx);
   REQUIRE(pending);
   pending->cancel();

@@ -194,14 +194,14 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
     for (const auto& r : results) {
       for (const auto& m : r.state.history) {
         if (m.role != agentkit::Role::tool || m.tool_name == "peek") continue;
-        if (m.content.rfind("ok ", 0) == 0) {
-          const auto it = ledger.find(m.content.substr(3));
+        if (m.text().rfind("ok ", 0) == 0) {
+          const auto it = ledger.find(m.text().substr(3));
           lost += it == ledger.end() || it->second.size() != 1 ? 1 : 0;
-        } else if (m.content.find("outcome of this call is unknown") != std::string::npos) {
+        } else if (m.text().find("outcome of this call is unknown") != std::string::npos) {
           ++unknown;
         } else {
           ++lost;  // any other result would be a failure of the harness itself
-          UNSCOPED_INFO("unexpected tool result: " << m.content);
+          UNSCOPED_INFO("unexpected tool result: " << m.text());
         }
       }
     }

@@ -313,11 +313,11 @@ TEST_CASE("recovery mid-batch: recorded calls are not re-run, unknown ones are r
   CHECK(lookup.runs == 1);   // read-only calls may re-run
   const auto seen = llm->requests().at(0).messages;
   REQUIRE(seen.size() == 7);
-  CHECK(seen[2].content == "receipt 17");
-  CHECK(seen[3].content.find("outcome of this call is unknown") != std::string::npos);
+  CHECK(seen[2].text() == "receipt 17");
+  CHECK(seen[3].text().find("outcome of this call is unknown") != std::string::npos);
   CHECK(seen[3].is_error);
-  CHECK(seen[4].content == "done: not-started");
-  CHECK(seen[5].content == "done: cache");
+  CHECK(seen[4].text() == "done: not-started");
+  CHECK(seen[5].text() == "done: cache");
   CHECK(agentkit::interrupted_runs(*store, ctx.scope).empty());
   CHECK_FALSE(result.output.empty());
 }
@@ -477,7 +477,7 @@ TEST_CASE("idempotent() holds across processes: an identical call after a resume
   REQUIRE(resumed.stop_reason == StopReason::answered);
   CHECK(refund.runs == 1);
   CHECK(send.runs == 1);  // answered from the run's ledger, not sent twice
-  CHECK(llm->requests().at(1).messages.back().content == "done: hello");
+  CHECK(llm->requests().at(1).messages.back().text() == "done: hello");
   CHECK(store->list(agentkit::state::scoped_key(second.scope, "ledger/twice/")).empty());  // dropped at the end
 }
 
@@ -561,9 +561,9 @@ TEST_CASE("sessions: a new run continues the conversation", "[session]") {
   CHECK(second.output == "Your name is Ada.");
   const auto seen = llm->requests().at(1).messages;
   REQUIRE(seen.size() == 3);
-  CHECK(seen[0].content == "My name is Ada.");
-  CHECK(seen[1].content == "Hello Ada.");
-  CHECK(seen[2].content == "What is my name?");
+  CHECK(seen[0].text() == "My name is Ada.");
+  CHECK(seen[1].text() == "Hello Ada.");
+  CHECK(seen[2].text() == "What is my name?");
   CHECK(agentkit::session_history(*store, ctx.scope, "u1").size() == 4);
   // Sessions are per scope, and can be forgotten.
   CHECK(agentkit::session_history(*store, agentkit::Scope{.org_id = 9}, "u1").empty());
@@ -616,7 +616,7 @@ TEST_CASE("history policies cut at user turns and keep tool calls with their res
   }
   auto kept = agentkit::keep_last_turns(2)(history);
   REQUIRE(kept.size() == 8);
-  CHECK(kept.front().content == "q2");
+  CHECK(kept.front().text() == "q2");
   CHECK(kept[1].tool_calls.at(0).id == "c2");
   CHECK(kept[2].tool_call_id == "c2");
   CHECK(agentkit::keep_last_turns(10)(history).size() == 16);
@@ -629,7 +629,7 @@ TEST_CASE("history policies cut at user turns and keep tool calls with their res
   CHECK(summarised == 12);
   REQUIRE(folded.size() == 4);
   CHECK(folded.front().role == Role::user);
-  CHECK(folded.front().content == "Summary of the earlier conversation: Ada asked three questions.\n\nq3");
+  CHECK(folded.front().text() == "Summary of the earlier conversation: Ada asked three questions.\n\nq3");
   CHECK(folded[2].tool_call_id == "c3");
 
   // The agent applies its policy when the run's messages join the session.
@@ -640,7 +640,7 @@ TEST_CASE("history policies cut at user turns and keep tool calls with their res
   agent.run("second", ctx, {.session = "p"});
   const auto stored = agentkit::session_history(*store, ctx.scope, "p");
   REQUIRE(stored.size() == 2);
-  CHECK(stored[0].content == "second");
+  CHECK(stored[0].text() == "second");
 }
 
 TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects happen once", "[durable][as_tool]") {
@@ -678,5 +678,5 @@ TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects hap
   CHECK(again.output == "all done again");
   CHECK(counter.runs == 1);  // the sub-run was found, not started over
   CHECK(llm2->calls() == 1);
-  CHECK(llm2->requests().at(0).messages.back().content == "sample ordered");
+  CHECK(llm2->requests().at(0).messages.back().text() == "sample ordered");
 }

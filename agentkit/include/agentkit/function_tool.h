@@ -236,7 +236,8 @@ class FunctionTool final : public Tool {
 
   const ToolSpec& spec() const noexcept override { return spec_; }
 
-  Json run(const Json& arguments, RunContext& ctx) const override {
+  Json run(const Json& arguments, RunContext& ctx) const override { return run_output(arguments, ctx).value; }
+  ToolOutput run_output(const Json& arguments, RunContext& ctx) const override {
     Extras extras;
     Values values{};
     decode_arguments(arguments, extras, values);
@@ -319,10 +320,12 @@ class FunctionTool final : public Tool {
   }
 
   template <std::size_t... I>
-  Json call(RunContext& ctx, const Extras& extras, Values& values, std::index_sequence<I...>) const {
+  ToolOutput call(RunContext& ctx, const Extras& extras, Values& values, std::index_sequence<I...>) const {
     if constexpr (std::is_void_v<R>) {
       std::invoke(f_, pick<I>(ctx, extras, values)...);
-      return Json(nullptr);
+      return {Json(nullptr), {}};
+    } else if constexpr (std::is_same_v<R, ToolOutput>) {
+      return std::invoke(f_, pick<I>(ctx, extras, values)...);
     } else {
       Json out;
       if constexpr (is_json_result<R>::value) {
@@ -336,7 +339,7 @@ class FunctionTool final : public Tool {
           throw ToolShapeError(spec_.name, std::move(out), output_type_, st.summary());
         }
       }
-      return out;
+      return {std::move(out), {}};
     }
   }
 

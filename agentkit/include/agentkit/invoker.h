@@ -106,8 +106,12 @@ struct ToolResult {
   Json value;
   std::string text;        // model-visible text for non-ok results
   bool retryable = false;  // an error that a retry may fix
+  // Content parts beside the value (ok results; see ToolOutput).
+  std::vector<ContentPart> parts;
 
-  static ToolResult ok(Json value) { return {Status::ok, std::move(value), {}, false}; }
+  static ToolResult ok(Json value, std::vector<ContentPart> parts = {}) {
+    return {Status::ok, std::move(value), {}, false, std::move(parts)};
+  }
   static ToolResult error(std::string text, bool retryable = false) { return {Status::error, {}, std::move(text), retryable}; }
   static ToolResult denied(std::string text) { return {Status::denied, {}, std::move(text), false}; }
   static ToolResult awaiting_approval() { return {Status::awaiting_approval, {}, "awaiting approval", false}; }

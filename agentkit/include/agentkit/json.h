@@ -115,6 +115,14 @@ T json_integer(const Json& value, std::string_view what) {
   return *out;
 }
 
+// Standard base64 (RFC 4648, with '=' padding) of raw bytes: how binary
+// content (an image's bytes) travels in JSON documents and wire bodies.
+std::string base64_encode(std::string_view bytes);
+// The bytes `text` encodes, or nullopt when it is not base64 (a character
+// outside the alphabet, bad padding, a length that is not a multiple of four
+// once ASCII white space is dropped). Never throws on hostile input.
+std::optional<std::string> base64_decode(std::string_view text);
+
 // Canonical text of a value: sorted keys, no whitespace, invalid UTF-8
 // replaced. Equal values give equal text; used for cache and idempotency keys.
 std::string canonical_dump(const Json& value);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <agentkit/json.h>
+#include <agentkit/messages.h>
 
 namespace agentkit {
 
@@ -49,6 +50,15 @@ struct ToolSpec {
   std::function<std::string(const Json& arguments)> status;
 };
 
+// What one call of a tool produced: its value, and content parts the model
+// should see beside it (an image from a camera-frame tool, a screenshot, a
+// PDF). Parts reach the model as parts where the provider accepts them in a
+// tool result, and as a text note naming what was left out where it does not.
+struct ToolOutput {
+  Json value;
+  std::vector<ContentPart> parts;
+};
+
 // A tool. Implementations MUST be safe to call from several runs at once.
 //
 // `run` receives the arguments the model sent (already parsed, not yet
@@ -62,6 +72,15 @@ class Tool {
 
   virtual const ToolSpec& spec() const noexcept = 0;
   virtual Json run(const Json& arguments, RunContext& ctx) const = 0;
+  // What the end of the invoker chain calls: run()'s value and no parts by
+  // default. A tool whose results carry content parts overrides it (and
+  // implements run() as its value). A wrapper MUST forward it.
+  //
+  // Example (a function tool returning parts):
+  //   tool("camera_frame").side_effecting(false).fn([](RunContext&) {
+  //     return ToolOutput{"frame 7", {ImagePart{.media_type = "image/jpeg", .data = grab()}}};
+  //   });
+  virtual ToolOutput run_output(const Json& arguments, RunContext& ctx) const { return {run(arguments, ctx), {}}; }
 
   const std::string& name() const noexcept { return spec().name; }
   const std::string& description() const noexcept { return spec().description; }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -65,6 +66,7 @@ struct CallOutcome {
   std::string text;
   bool is_error = false;
   CallStatus outcome = CallStatus::ok;  // ok, error, denied, outcome_unknown or interrupted
+  std::vector<ContentPart> parts;  // beside the text: what the tool returned (v4)
 };
 
 // The whole state of a run: what resume() needs, nothing process-bound.
@@ -76,13 +78,13 @@ struct CallOutcome {
 // it must carry a valid `signature` made with RunContext::state_key. See
 // Agent::resume.
 struct RunState {
-  static constexpr int kVersion = 3;
+  static constexpr int kVersion = 4;
 
   std::string run_id;
   std::string agent;
   std::string task;
   Phase phase = Phase::ask_model;
-  std::vector<Message> history;  // user task first; the prompt is the agent's
+  std::vector<Message> history;  // user task first; the prompt is the agent's; content parts (v4)
   int iterations = 0;            // model calls made
   int tool_calls = 0;            // calls sent to the invoker (v3; what metering() charges)
   double cost_usd = 0;           // model calls' cost under AgentOptions::pricing (v3)
@@ -211,9 +213,19 @@ struct SealedHistory {
 // a segment ("<scope>/run-history/<run id>#<n>-<writer>") and the run's
 // document lists its segments instead of carrying them. A save costs the
 // unsealed tail plus the segment list, however long the run.
+//
+// Binary content in history (an image or file part over kBlobBytes) is
+// stored once, content-addressed, as a blob
+// ("<scope>/run-blobs/<run id>/<sha256 hex of the bytes>", base64 text) and
+// the message refers to it by hash, so a camera frame is not rewritten into
+// every checkpoint. Loading checks each blob against its hash: a blob that
+// is missing or does not match is a CheckpointError naming it, never an
+// empty or altered image. (A RunState handed to a host, signed or not,
+// carries its parts inline.)
 class Checkpoint {
  public:
   static constexpr std::size_t kSealBytes = 16 * 1024;
+  static constexpr std::size_t kBlobBytes = 4 * 1024;
 
   // `version`: the stored version this run continues from (0: a new run);
   // `sealed`: that version's sealed history.
@@ -232,14 +244,18 @@ class Checkpoint {
   void tidy() const;
 
  private:
+  void store_blobs(Json& messages);
+
   std::shared_ptr<state::Store> store_;
   std::string key_;
   std::string segment_prefix_;  // "<scope>/run-history/<run id>#"
+  std::string blob_prefix_;     // "<scope>/run-blobs/<run id>/"
   std::string writer_;          // unique per Checkpoint: a lost race never overwrites the winner's segment
   std::string run_id_;
   std::int64_t version_;
   bool continued_;  // from a stored version: a crashed writer may have left strays
   SealedHistory sealed_;
+  std::set<std::string> blobs_;  // blob keys this writer has stored
   std::shared_ptr<const state::StoreLedger> ledger_;
 };
 
@@ -420,6 +436,10 @@ struct AgentOptions {
   // constructor: a value out of range, or a tool_choice naming a tool the
   // cognition does not advertise, throws ModelSettingsError.
   ModelSettings model_settings;
+  // Caps on content parts a tool returns: a part over max_part_bytes, or one
+  // that is not well-formed (check_part), makes the call's result a
+  // model-visible error instead. Adapters apply their own caps to requests.
+  ContentLimits content_limits;
 };
 
 struct RunOptions {

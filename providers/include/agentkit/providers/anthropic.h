@@ -21,20 +21,40 @@ struct AnthropicOptions {
   bool stream = true;
   int max_tokens = 4096;
   Headers extra_headers;
+  // Checked before a request is built: ContentTooLarge (InvalidContent for a
+  // malformed part), and nothing goes on the wire.
+  ContentLimits content_limits;
 };
 
 // The request body: `input_schema` tools; tool results first in the next user
 // turn (`tool_result` blocks, `is_error` for failures); consecutive results
 // share one user message.
+//
+// Content parts: text-only content is sent as a string, as before; otherwise
+// blocks: `text`, `image` and `document` (a base64 or url `source`) in user
+// turns and tool results; an image that is not JPEG/PNG/GIF/WebP, a
+// document that is not a PDF, or either in an assistant turn becomes a text
+// note naming what was left out, never silently dropped. Anthropic
+// ReasoningParts in assistant turns go back verbatim as `thinking` (with its
+// `signature`) or `redacted_thinking` (its `data`), in their place before
+// the turn's tool_use blocks, as the API requires across tool-use turns
+// with extended thinking; reasoning from another provider is never sent.
+// Throws ContentTooLarge / InvalidContent (options.content_limits,
+// check_content) before anything is built.
 Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& options, bool stream);
 
-// Decodes a non-streaming response body; {"type":"error"} bodies throw the
+// Decodes a non-streaming response body: `text` blocks as text, `thinking`
+// (with its signature) and `redacted_thinking` (its data) as ReasoningParts
+// of provider "anthropic", `tool_use` as calls, in reply order. Block types
+// agentkit does not know are ignored, as Anthropic documents that new ones
+// appear; they never fail or crash a reply. {"type":"error"} bodies throw the
 // mapped ProviderError, a malformed body (wrong shape, a count that is not an
 // integer in range) ProviderError(protocol).
 ModelResponse anthropic_response(const Json& body);
 
-// Accumulates a streamed response: message_start, content_block_* (text and
-// tool_use with input_json_delta), ping, message_delta (stop reason and
+// Accumulates a streamed response: message_start, content_block_* (text,
+// tool_use with input_json_delta, thinking with thinking_delta and
+// signature_delta, redacted_thinking; other block types ignored), ping, message_delta (stop reason and
 // cumulative usage), message_stop (the terminal event: done()), and
 // `event: error` (thrown, as is an event of the wrong shape). A no-argument
 // tool's empty partial JSON becomes {}; a tool input cut by max_tokens (in a
@@ -54,8 +74,10 @@ class AnthropicStreamAccumulator final : public StreamAccumulator {
 
  private:
   struct Block {
-    std::string type;  // text, tool_use, or other (ignored)
-    std::string text;
+    std::string type;  // text, tool_use, thinking, redacted_thinking, or other (ignored)
+    std::string text;  // text, or thinking
+    std::string signature;  // thinking: signature_delta
+    std::string data;       // redacted_thinking
     std::string id;
     std::string name;
     std::string partial_json;

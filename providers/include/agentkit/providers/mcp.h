@@ -202,6 +202,10 @@ struct McpCallResult {
   // embedded resources as "[resource <uri> <mime>]" followed by their text,
   // or their size for a blob. Blocks are joined with newlines.
   std::string text() const;
+  // The content as parts: an image block with a valid base64 payload is an
+  // ImagePart (its bytes decoded); every other block is a TextPart holding
+  // what text() renders for it (audio and resources stay text notes).
+  std::vector<ContentPart> parts() const;
   // What a tool returns: structuredContent when present, else text().
   Json value() const;
 };

@@ -24,13 +24,27 @@ struct OpenAIOptions {
   std::optional<int> max_tokens;
   std::optional<std::string> tool_choice;  // "auto", "required", "none"
   Headers extra_headers;
+  // Checked before a request is built: ContentTooLarge (InvalidContent for a
+  // malformed part), and nothing goes on the wire.
+  ContentLimits content_limits;
 };
 
 // The request body for `request` (deterministic: the system prompt and tools
 // serialise byte-identically on every turn of a run).
+//
+// Content parts: user messages that are all text send a string; otherwise a
+// list of `text`, `image_url` (a data: URL for bytes, or the URL) and `file`
+// parts (base64 `file_data` and `filename`; a file given by URL becomes a
+// text note). Assistant and tool messages take text only: an image or file
+// there becomes a text note naming what was left out ("[image image/png,
+// 1234 bytes omitted: ...]"), never silently dropped. A RefusalPart goes back
+// as the assistant's `refusal`; ReasoningParts are never sent. Throws
+// ContentTooLarge / InvalidContent (options.content_limits, check_content)
+// before anything is built.
 Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream);
 
-// Decodes a non-streaming response body. Throws ProviderError(protocol) on a
+// Decodes a non-streaming response body; the message's `refusal` becomes a
+// RefusalPart after its text (streamed `refusal` deltas too). Throws ProviderError(protocol) on a
 // malformed body (JSON of the wrong shape, a count or index that is not an
 // integer in range) and the mapped error for an {"error": ...} body.
 ModelResponse openai_chat_response(const Json& body);
@@ -58,6 +72,7 @@ class OpenAIStreamAccumulator final : public StreamAccumulator {
   };
   std::function<void(std::string_view)> on_text_;
   std::string content_;
+  std::string refusal_;
   std::vector<PartialCall> calls_;  // by index
   std::string finish_reason_;
   Usage usage_;

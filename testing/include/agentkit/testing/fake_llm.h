@@ -12,9 +12,13 @@
 
 namespace agentkit::testing {
 
-// One scripted model turn: text, tool calls, or both.
+// One scripted model turn: text, tool calls, or both, and any other parts.
+// The reply's content is `parts`, then `content` as a text part (when not
+// empty): Turn{.content = "Done.", .parts = {ReasoningPart{...}}} replies
+// with the reasoning, then the text.
 struct Turn {
   std::string content;
+  std::vector<ContentPart> parts;
   std::vector<ToolCall> tool_calls;
   Usage usage{10, 5, 0};
   std::string finish_reason;  // empty: "tool_calls" when calls are present, else "stop"
@@ -32,6 +36,11 @@ class ScriptExhausted : public Error {
 //   auto llm = agentkit::testing::FakeLLM::script({
 //       Turn{.tool_calls = {{"c1", "city_population", {{"city", "Lisbon"}}}}},
 //       Turn{.content = "Lisbon has about 545,000 residents."}});
+//   // Scripted reasoning and a refusal:
+//   Turn{.content = "42", .parts = {ReasoningPart{.text = "6 * 7", .signature = "sig", .provider = "anthropic"}}};
+//   Turn{.parts = {RefusalPart{"I can't help with that."}}};
+//   // Asserting what reached the model:
+//   CHECK(llm->requests()[1].images().at(0).data == frame_bytes);
 class FakeLLM final : public Model {
  public:
   // One request as the model saw it.
@@ -41,6 +50,20 @@ class FakeLLM final : public Model {
     std::vector<Message> messages;
     std::vector<std::string> tools;  // advertised tool names, in order
     ModelSettings settings;          // ModelRequest::settings (empty when null)
+
+    // Every part of type P in `messages`, oldest first: images() shows
+    // whether a camera frame reached the model.
+    template <class P>
+    std::vector<P> parts() const {
+      std::vector<P> out;
+      for (const auto& m : messages) {
+        for (const auto& part : m.content) {
+          if (const auto* p = std::get_if<P>(&part)) out.push_back(*p);
+        }
+      }
+      return out;
+    }
+    std::vector<ImagePart> images() const { return parts<ImagePart>(); }
   };
 
   FakeLLM() = default;
