@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+
 #include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
 
