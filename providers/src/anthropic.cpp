@@ -262,14 +262,18 @@ void take_final_answer(ModelResponse& response, bool wrapped) {
   std::string text;
   Json input = it->arguments;
   if (!it->arguments_text.empty()) {
-    input = Json::parse(it->arguments_text, nullptr, false);
-    if (input.is_discarded()) text = it->arguments_text;  // cut short: the loop's validation repairs it
+    try {
+      input = parse_json(it->arguments_text, JsonLimits{}, "the final answer");
+    } catch (const JsonError&) {
+      text = it->arguments_text;  // not JSON (cut short, too deep): the loop's validation repairs it
+    }
   }
   if (text.empty()) {
     if (wrapped && input.is_object() && input.contains("value")) input = input["value"];
     text = input.dump();
   }
-  response.message.content = std::move(text);
+  std::erase_if(response.message.content, [](const ContentPart& part) { return std::holds_alternative<TextPart>(part); });
+  response.message.add_text(std::move(text));
   calls.clear();
   if (response.finish_reason == "tool_calls") response.finish_reason = "stop";
 }

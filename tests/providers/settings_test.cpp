@@ -229,7 +229,7 @@ TEST_CASE("settings a provider cannot honour are refused, naming the setting and
         openai_chat_body(r, {}, false);
       }
     } catch (const UnsupportedSetting& e) {
-      CHECK(e.code() == ErrorCode::invalid);
+      CHECK(e.code() == ErrorCode::invalid_argument);
       CHECK_THAT(e.what(), Catch::Contains(e.provider()) && Catch::Contains("'" + e.setting() + "'"));
       return e.provider() + ":" + e.setting();
     }
@@ -266,7 +266,7 @@ TEST_CASE("an unsupported setting fails the run at its first call, before any re
   options.model_settings.seed = 7;
   auto run = run_agent(server, "anthropic", options);
   CHECK(run.result.stop_reason == StopReason::failed);
-  CHECK(run.result.error_code == "invalid");
+  REQUIRE(run.result.failure); CHECK(run.result.failure->code == ErrorCode::invalid_argument);
   CHECK_THAT(run.result.error, Catch::Contains("Anthropic") && Catch::Contains("'seed'"));
   CHECK(run.requests.empty());
 }
@@ -305,7 +305,7 @@ TEST_CASE("a provider 400 about a setting surfaces as a clear invalid error", "[
   options.model_settings.temperature = 0.2;
   auto run = run_agent(server, "openai", options);
   CHECK(run.result.stop_reason == StopReason::failed);
-  CHECK(run.result.error_code == "invalid");
+  REQUIRE(run.result.failure); CHECK(run.result.failure->code == ErrorCode::invalid_argument);
   CHECK_THAT(run.result.error, Catch::Contains("'temperature' does not support 0.2") && Catch::Contains("HTTP 400") &&
                                    Catch::Contains("param 'temperature'"));
   CHECK(run.requests.size() == 1);  // a 400 is not retried

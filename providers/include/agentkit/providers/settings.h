@@ -14,12 +14,12 @@ namespace agentkit::providers {
 // reasoning_effort for Anthropic, thinking_budget_tokens for OpenAI chat, a
 // thinking budget of 1023 tokens, a tool_choice naming a tool the request
 // does not advertise). Thrown by the adapter before anything is sent, so the
-// run fails at its first model call with error_code "invalid" and a message
+// run fails at its first model call with error code invalid_argument and a message
 // naming the setting and the provider; never silently dropped.
 class UnsupportedSetting : public ProviderError {
  public:
   UnsupportedSetting(std::string provider, std::string setting, const std::string& problem)
-      : ProviderError(ErrorCode::invalid, provider + ": model setting '" + setting + "' " + problem),
+      : ProviderError(ErrorCode::invalid_argument, provider + ": model setting '" + setting + "' " + problem),
         provider_(std::move(provider)),
         setting_(std::move(setting)) {}
   const std::string& provider() const noexcept { return provider_; }  // "OpenAI chat", "Anthropic"
