@@ -67,7 +67,7 @@ std::optional<Role> role_from_string(std::string_view name) noexcept;
 Json to_json(const ToolCall& call);
 Json to_json(const Message& message);
 Json to_json(const Usage& usage);
-// Inverse of to_json; throws std::invalid_argument on a malformed document.
+// Inverse of to_json; throws agentkit::Error (invalid_argument) on a malformed document.
 ToolCall tool_call_from_json(const Json& j);
 Message message_from_json(const Json& j);
 Usage usage_from_json(const Json& j);
