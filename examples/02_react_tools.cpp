@@ -26,9 +26,9 @@ class PrintSteps final : public agentkit::Observer {
     } else if (auto* e = std::get_if<agentkit::ToolCallStarted>(&event)) {
       std::cout << "[tool]  " << e->call.name << " " << e->call.arguments.dump() << "\n";
     } else if (auto* e = std::get_if<agentkit::ToolCallFinished>(&event)) {
-      std::cout << "[tool]  " << e->name << " -> " << e->outcome << ": " << e->text << "\n";
+      std::cout << "[tool]  " << e->name << " -> " << agentkit::to_string(e->outcome) << ": " << e->text << "\n";
     } else if (auto* e = std::get_if<agentkit::RunFinished>(&event)) {
-      std::cout << "[run]   " << e->stop_reason << "\n";
+      std::cout << "[run]   " << agentkit::to_string(e->stop_reason) << "\n";
     }
   }
 };

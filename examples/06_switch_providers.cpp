@@ -40,8 +40,8 @@ class PrintSteps final : public agentkit::Observer {
     } else if (auto* e = std::get_if<agentkit::ToolCallStarted>(&event)) {
       std::cout << "  [tool]  " << e->status << " " << e->call.arguments.dump() << "\n";
     } else if (auto* e = std::get_if<agentkit::ToolCallFinished>(&event)) {
-      std::cout << "  [tool]  " << e->name << " -> " << e->outcome
-                << (e->outcome == "ok" ? ": " + e->text : std::string()) << "\n";
+      std::cout << "  [tool]  " << e->name << " -> " << agentkit::to_string(e->outcome)
+                << (e->outcome == agentkit::CallStatus::ok ? ": " + e->text : std::string()) << "\n";
     }
   }
 };

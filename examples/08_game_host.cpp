@@ -114,8 +114,8 @@ int main() {
         if (auto* e = std::get_if<agentkit::ToolCallStarted>(&event)) {
           std::cout << "frame " << frame << ": guard #" << i << " calls " << e->call.name << "\n";
         } else if (auto* e = std::get_if<agentkit::RunFinished>(&event)) {
-          std::cout << "frame " << frame << ": guard #" << i << " " << e->stop_reason << ": " << e->output << "\n";
-          answered += e->stop_reason == "answered";
+          std::cout << "frame " << frame << ": guard #" << i << " " << agentkit::to_string(e->stop_reason) << ": " << e->output << "\n";
+          answered += e->stop_reason == agentkit::StopReason::answered;
         }
       }
     }

@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <agentkit/detail/enum_table.h>
 #include <agentkit/egress.h>
 #include <agentkit/providers/models.h>
 #include <agentkit/providers/rest_tool.h>
@@ -228,22 +229,19 @@ Json to_json(const YAML::Node& node) {
   return text;
 }
 
-template <class E>
-E one_of(const Section& section, const std::string& key, const std::vector<std::pair<std::string, E>>& choices,
-         E fallback) {
+template <class E, std::size_t N>
+E one_of(const Section& section, const std::string& key, const EnumValue<E> (&choices)[N], E fallback) {
   const auto text = section.get<std::string>(key);
   if (!text) return fallback;
+  if (auto value = detail::enum_parse(choices, *text)) return *value;
   std::vector<std::string> names;
-  for (const auto& [name, value] : choices) {
-    if (name == *text) return value;
-    names.push_back(name);
-  }
+  for (const auto& choice : choices) names.emplace_back(choice.text);
   section.fail(key, "must be one of " + join(names) + ", not '" + *text + "'");
 }
 
-const std::vector<std::pair<std::string, ParamType>> kParamTypes = {
-    {"string", ParamType::string},   {"integer", ParamType::integer}, {"number", ParamType::number},
-    {"boolean", ParamType::boolean}, {"array", ParamType::array},     {"object", ParamType::object}};
+constexpr EnumValue<ParamType> kParamTypes[] = {
+    {ParamType::string, "string"},   {ParamType::integer, "integer"}, {ParamType::number, "number"},
+    {ParamType::boolean, "boolean"}, {ParamType::array, "array"},     {ParamType::object, "object"}};
 
 // A URL must be absolute http(s), without credentials (keys come from the
 // environment, never from the file).
@@ -296,7 +294,7 @@ class Loader {
     read_model(top, config);
     read_prompt(top, config);
     config.autonomy = one_of<Autonomy>(
-        top, "autonomy", {{"manual", Autonomy::manual}, {"gated", Autonomy::gated}, {"automatic", Autonomy::automatic}},
+        top, "autonomy", {{Autonomy::manual, "manual"}, {Autonomy::gated, "gated"}, {Autonomy::automatic, "automatic"}},
         Autonomy::automatic);
     if (top.has("limits"))
       read_limits(Section(file, top.node("limits"), "limits", {"max_iterations", "max_repairs"}), config);
@@ -534,7 +532,7 @@ class Loader {
     param.description = p.required<std::string>("description");
     const bool in_url = def.url.find("{" + param.name + "}") != std::string::npos;
     const bool bodyless = def.method == "GET" || def.method == "HEAD" || def.method == "DELETE";
-    param.in = one_of<ParamIn>(p, "in", {{"path", ParamIn::path}, {"query", ParamIn::query}, {"body", ParamIn::body}},
+    param.in = one_of<ParamIn>(p, "in", {{ParamIn::path, "path"}, {ParamIn::query, "query"}, {ParamIn::body, "body"}},
                                in_url     ? ParamIn::path
                                : bodyless ? ParamIn::query
                                           : ParamIn::body);

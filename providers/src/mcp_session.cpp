@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <agentkit/detail/enum_table.h>
 #include <agentkit/errors.h>
 #include <agentkit/detail/logging.h>
 #include <agentkit/invoker.h>
@@ -48,23 +49,18 @@ ErrorCode mcp_error_code(McpError::Kind kind, int rpc_code) noexcept {
 McpError::McpError(Kind kind, std::string message, int code, Json data)
     : Error(mcp_error_code(kind, code), message), kind_(kind), rpc_code_(code), data_(std::move(data)) {}
 
-std::string_view to_string(McpError::Kind kind) noexcept {
-  switch (kind) {
-    case McpError::Kind::rpc:
-      return "rpc";
-    case McpError::Kind::timeout:
-      return "timeout";
-    case McpError::Kind::cancelled:
-      return "cancelled";
-    case McpError::Kind::disconnected:
-      return "disconnected";
-    case McpError::Kind::protocol:
-      return "protocol";
-    case McpError::Kind::session_expired:
-      return "session_expired";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumValue<McpError::Kind> kMcpErrorKinds[] = {
+    {McpError::Kind::rpc, "rpc"},
+    {McpError::Kind::timeout, "timeout"},
+    {McpError::Kind::cancelled, "cancelled"},
+    {McpError::Kind::disconnected, "disconnected"},
+    {McpError::Kind::protocol, "protocol"},
+    {McpError::Kind::session_expired, "session_expired"},
+};
+}  // namespace
+
+std::string_view to_string(McpError::Kind kind) noexcept { return agentkit::detail::enum_text(kMcpErrorKinds, kind); }
 
 McpToolError::McpToolError(std::string tool, const std::string& text, Json result)
     : Error(ErrorCode::internal, text.empty() ? "MCP tool '" + tool + "' reported an error without details" : text),

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,10 +55,13 @@ class ThrowingModel final : public agentkit::Model {
   std::function<void()> raise_;
 };
 
-agentkit::RunResult run_with(std::function<void()> raise) {
+agentkit::RunResult run_with(std::function<void()> raise, std::optional<agentkit::RunResult>* recovered = nullptr) {
   agentkit::Agent agent("a", "openai/gpt-4o-mini", "p", agentkit::cognition::react({}));
   auto ctx = agentkit::testing::make_test_ctx({.llm = std::make_shared<ThrowingModel>(std::move(raise))});
-  return agent.run("go", ctx);
+  auto result = agent.run("go", ctx);
+  // A finished run comes back from its checkpoint as it ended.
+  if (recovered) *recovered = agent.recover(result.state.run_id, ctx);
+  return result;
 }
 
 }  // namespace
@@ -148,10 +152,13 @@ TEST_CASE("ErrorCode names round-trip through the one enum table", "[error]") {
 }
 
 TEST_CASE("a provider failure reaches RunResult::failure with its code and details", "[error][failure]") {
-  const auto result = run_with([] {
-    throw providers::ProviderError(ErrorCode::rate_limited, "HTTP 429 from https://api.example/v1", 429, true,
-                                   std::chrono::milliseconds(2000));
-  });
+  std::optional<agentkit::RunResult> recovered;
+  const auto result = run_with(
+      [] {
+        throw providers::ProviderError(ErrorCode::rate_limited, "HTTP 429 from https://api.example/v1", 429, true,
+                                       std::chrono::milliseconds(2000));
+      },
+      &recovered);
   CHECK(result.stop_reason == StopReason::failed);
   REQUIRE(result.failure.has_value());
   CHECK(result.failure->code == ErrorCode::rate_limited);
@@ -161,6 +168,9 @@ TEST_CASE("a provider failure reaches RunResult::failure with its code and detai
   CHECK(result.failure->model == "openai/gpt-4o-mini");
   CHECK(result.failure->message == "model call failed: HTTP 429 from https://api.example/v1");
   CHECK(result.state.failure == result.failure);
+  REQUIRE(recovered.has_value());
+  CHECK(recovered->stop_reason == StopReason::failed);
+  CHECK(recovered->failure == result.failure);
 }
 
 TEST_CASE("a model failure that is not a ModelError still gets a code", "[error][failure]") {

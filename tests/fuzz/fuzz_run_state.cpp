@@ -1,4 +1,4 @@
-// RunState::from_json on any JSON document: a std::invalid_argument or a
+// RunState::from_json on any JSON document: an agentkit::Error or a
 // state that serialises (dump() included) and reads back to the same document.
 #include <cstdint>
 #include <stdexcept>

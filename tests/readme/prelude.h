@@ -3,6 +3,8 @@
 // CMakeLists.txt here): every public header, and the objects below, which the
 // surrounding prose introduces. They are declared, never defined: fragments
 // are only compiled, never linked.
+#include <iostream>
+
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/context.h>

@@ -548,6 +548,7 @@ TEST_CASE("a run that another process took over stops advancing", "[durable]") {
   const auto result = handle.wait();
   CHECK(result.stop_reason == StopReason::failed);
   CHECK_THAT(result.failure.value().message, Catch::Contains("taken over by another process"));
+  CHECK(result.failure->code == agentkit::ErrorCode::aborted);
   CHECK(counter.runs == 0);
 }
 

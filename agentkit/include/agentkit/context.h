@@ -204,7 +204,7 @@ class RunContext {
   // and checks one handed to Agent::resume when there is no store: HMAC-
   // SHA256, so at least kMinStateKeyBytes random bytes, kept as secret as an
   // API key. Empty: states are not signed, and resuming a state needs a
-  // store. A shorter key is refused with std::invalid_argument by
+  // store. A shorter key is refused with an agentkit::Error (invalid_argument) by
   // Agent::run, resume and recover, before anything runs.
   std::string state_key;
   static constexpr std::size_t kMinStateKeyBytes = 32;

@@ -43,13 +43,13 @@ struct EgressRule {
 
   // "https://api.example.com", "http://127.0.0.1:8080", "https://*.example.com",
   // "http://[::1]:9000". A path, query or credentials are refused.
-  // Throws std::invalid_argument.
+  // Throws agentkit::Error (invalid_argument).
   static EgressRule parse(std::string_view text);
 };
 
 // A set of allowed origins. Immutable once built, so one list can be shared
 // by many runs and threads. Rules are validated and normalised at
-// construction (std::invalid_argument on a bad rule).
+// construction (agentkit::Error, invalid_argument, on a bad rule).
 class EgressAllowlist {
  public:
   explicit EgressAllowlist(std::vector<EgressRule> rules);

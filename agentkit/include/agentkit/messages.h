@@ -208,7 +208,7 @@ Json to_json(const ContentPart& part);
 // A message as a document; its "content" is a list of parts (to_json of each).
 Json to_json(const Message& message);
 Json to_json(const Usage& usage);
-// Inverse of to_json; throws std::invalid_argument on a malformed document.
+// Inverse of to_json; throws agentkit::Error (invalid_argument) on a malformed document.
 ToolCall tool_call_from_json(const Json& j);
 // Throws InvalidContent for a part that is not well-formed (check_part), bad
 // base64 or an unknown type.

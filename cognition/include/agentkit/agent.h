@@ -129,8 +129,8 @@ struct RunState {
   // A document whose dump() never throws: text that is not UTF-8 is
   // replaced (see sanitize_utf8). "signature" is written when set.
   Json to_json() const;
-  // Throws std::invalid_argument for a malformed document or a newer version,
-  // and a JsonError (also an invalid_argument) naming the field for a count
+  // Throws agentkit::Error (invalid_argument) for a malformed document or a
+  // newer version, and a JsonError (also invalid_argument) naming the field for a count
   // or version that is not an integer in range (4294967297, 5.7e21, -1.5).
   static RunState from_json(const Json& j);
 };
@@ -496,7 +496,7 @@ class Agent {
   //    needs once-only resumes uses a store.
   //  - with neither, every state is refused with StateUnsigned: nothing
   //    could tell an approval the host made from one written into the JSON.
-  // A state that is not suspended throws std::invalid_argument.
+  // A state that is not suspended throws agentkit::Error (invalid_argument).
   //
   // Example (no store; the key comes from the host's secret storage):
   //   ctx.state_key = load_secret("agentkit-state-key");  // >= 32 bytes

@@ -14,7 +14,7 @@
 // Every base URL (after '@' or from the settings) must be an absolute http
 // or https URL that agentkit::parse_url accepts: "127.0.0.1:8080/v1" (no
 // scheme, which libcurl would read as plain http and so send the key in
-// clear) and URLs with credentials are refused with std::invalid_argument.
+// clear) and URLs with credentials are refused with agentkit::Error (invalid_argument).
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,13 +47,13 @@ struct ModelTarget {
   std::string_view api_key_variable;   // where settings_from_environment reads it: OPENAI_API_KEY, ...
 };
 
-// Parses and checks `spec` (see the forms above). Throws
-// std::invalid_argument naming the accepted forms for an unknown provider or
-// a missing model name, and saying what is wrong with a base URL (never
-// repeating it).
+// Parses and checks `spec` (see the forms above). Throws agentkit::Error:
+// not_found, naming the accepted forms, for an unknown provider or a
+// missing model name; invalid_argument, saying what is wrong with a base
+// URL (never repeating it).
 ModelTarget resolve_model(std::string_view spec, const ProviderSettings& settings);
 
-// The adapter for `spec`; throws std::invalid_argument as resolve_model().
+// The adapter for `spec`; throws agentkit::Error as resolve_model().
 std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings& settings,
                                   std::shared_ptr<Transport> transport);
 

@@ -204,7 +204,7 @@ class DirectoryFiles final : public Files {
 // ToolArgumentError listing every problem; null counts as absent. A refused
 // path or an edit that does not apply is a MemoryError with the contract's
 // wording. Lines are split on "\n"; a final newline ends the last line rather
-// than starting an empty one. Throws std::invalid_argument if `files` is null.
+// than starting an empty one. Throws agentkit::Error (invalid_argument) if `files` is null.
 //
 // `view` counts as read-only (Tool::side_effecting_for): it is not gated
 // under Autonomy::gated, not recorded in a durable run's ledger, and never
@@ -219,7 +219,7 @@ ToolPtr memory_tool(std::shared_ptr<Files> files = std::make_shared<InMemoryFile
 //   system_prompt += notes.render(4096);
 class FileMemory {
  public:
-  // Throws std::invalid_argument if `files` is null.
+  // Throws agentkit::Error (invalid_argument) if `files` is null.
   explicit FileMemory(std::shared_ptr<const Files> files);
 
   // Every file under /memories, depth-first in name order (hidden entries and
