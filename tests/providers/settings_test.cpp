@@ -441,3 +441,28 @@ TEST_CASE("structured output, OpenAI: a tool call first, then a conforming answe
   CHECK(second["response_format"] == run.first()["response_format"]);
   CHECK(second["messages"].back()["content"] == "Lisbon: 21C");
 }
+
+TEST_CASE("structured output, Anthropic streaming: the streamed final_answer input becomes the answer",
+          "[settings][output][anthropic]") {
+  WireServer server;
+  WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  r.chunks = {
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":30,\"output_tokens\":1}}}\n\n",
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"final_answer\",\"input\":{}}}\n\n",
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\": \\\"Lis\"}}\n\n",
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"bon\\\", \\\"high_c\\\": 24}\"}}\n\n",
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":12}}\n\n",
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"};
+  server.enqueue(r);
+  Agent agent("forecaster", "anthropic/claude-test@" + server.base_url(), "You forecast.", nullptr,
+              {.output = agentkit::output_type<Forecast>()});
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = model_resolver({.anthropic_api_key = "sk-ant-test"});
+  auto result = agent.run("Forecast for Lisbon?", ctx);
+  REQUIRE(result.stop_reason == StopReason::answered);
+  CHECK(result.structured == Json({{"city", "Lisbon"}, {"high_c", 24}}));
+  CHECK(result.iterations == 1);
+  CHECK(server.requests().size() == 1);
+}

@@ -62,9 +62,12 @@ class ModelSettingsError : public Error {
 // run's fields override the agent's one by one, see merged()); the run
 // engine hands the result to the model on ModelRequest::settings.
 //
+// A run's own settings are kept in RunState::model_settings, so they apply
+// again after Agent::resume or Agent::recover (which take no RunOptions).
+//
 // Each adapter maps every field it supports onto its wire format and throws
-// a ProviderError (code invalid) naming the setting and the provider, before
-// anything is sent, for one it does not: Anthropic has no seed and no
+// providers::UnsupportedSetting (a ProviderError, code invalid) naming the
+// setting and the provider, before anything is sent, for one it does not: Anthropic has no seed and no
 // reasoning_effort, OpenAI chat no thinking_budget_tokens. Nothing is
 // silently dropped. A model that is not a provider adapter (FakeLLM, a
 // host's own) may ignore them.

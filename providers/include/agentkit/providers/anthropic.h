@@ -19,7 +19,7 @@ struct AnthropicOptions {
   std::string model;    // e.g. "claude-sonnet-4-5"
   std::string version = "2023-06-01";
   bool stream = true;
-  int max_tokens = 4096;
+  int max_tokens = 4096;  // ModelSettings::max_output_tokens wins
   Headers extra_headers;
   // Checked before a request is built: ContentTooLarge (InvalidContent for a
   // malformed part), and nothing goes on the wire.
@@ -41,6 +41,25 @@ struct AnthropicOptions {
 // with extended thinking; reasoning from another provider is never sent.
 // Throws ContentTooLarge / InvalidContent (options.content_limits,
 // check_content) before anything is built.
+
+// ModelRequest::settings map to temperature (0..1), top_p, max_tokens
+// (max_output_tokens over AnthropicOptions::max_tokens), stop_sequences,
+// tool_choice ({"type": "auto" | "any" | "none" | "tool", "name"}) with
+// disable_parallel_tool_use inside it, and thinking {"type": "enabled",
+// "budget_tokens": N}; `extra` is merged last. seed, reasoning_effort, a
+// budget below 1024 or not below max_tokens, a temperature above 1, and
+// forced tool use under thinking throw UnsupportedSetting
+// (<agentkit/providers/settings.h>) before anything is sent.
+//
+// An output_schema adds the tool kFinalAnswerTool ("final_answer") with the
+// schema as input_schema (a non-object schema wrapped as {"value": ...}),
+// and, unless the settings choose otherwise, forces it: {"type": "tool"}
+// without other tools, {"type": "any"} with them (so they can be called
+// first), "auto" under thinking. AnthropicModel turns a response whose only
+// tool call is final_answer into the answer: its input as JSON text, no tool
+// calls, finish reason "stop"; beside other calls it is dropped (the model
+// answers again after their results). An agent tool named final_answer is
+// refused.
 Schema anthropic_body(const ModelRequest& request, const AnthropicOptions& options, bool stream);
 
 // Decodes a non-streaming response body: `text` blocks as text, `thinking`

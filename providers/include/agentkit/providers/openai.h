@@ -21,8 +21,8 @@ struct OpenAIOptions {
   std::string model;    // e.g. "gpt-4o-mini"
   bool stream = true;
   bool strict_tools = false;
-  std::optional<int> max_tokens;
-  std::optional<std::string> tool_choice;  // "auto", "required", "none"
+  std::optional<int> max_tokens;           // sent as max_tokens (compatible servers); ModelSettings::max_output_tokens wins
+  std::optional<std::string> tool_choice;  // "auto", "required", "none"; ModelSettings::tool_choice wins
   Headers extra_headers;
   // Checked before a request is built: ContentTooLarge (InvalidContent for a
   // malformed part), and nothing goes on the wire.
@@ -41,6 +41,17 @@ struct OpenAIOptions {
 // as the assistant's `refusal`; ReasoningParts are never sent. Throws
 // ContentTooLarge / InvalidContent (options.content_limits, check_content)
 // before anything is built.
+
+// serialise byte-identically on every turn of a run). ModelRequest::settings
+// map to temperature, top_p, max_completion_tokens (which then replaces
+// OpenAIOptions::max_tokens), stop (at most 4), seed, tool_choice (over
+// OpenAIOptions::tool_choice), parallel_tool_calls and reasoning_effort; tool
+// fields only with tools; `extra` merged last. thinking_budget_tokens, a
+// required or named tool_choice the request cannot satisfy, and more than 4
+// stop sequences throw UnsupportedSetting (<agentkit/providers/settings.h>).
+// An output_schema becomes response_format {"type": "json_schema",
+// "json_schema": {"name": "final_answer", "schema": ..., "strict": ...}},
+// strict when openai_strict_compatible(schema).
 Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream);
 
 // Decodes a non-streaming response body; the message's `refusal` becomes a
