@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
 #include <agentkit/cognition/react.h>
 #include <agentkit/egress.h>
 #include <agentkit/errors.h>
@@ -56,7 +58,7 @@ AgentRuntime::AgentRuntime(const AgentConfig& config, Options options)
     : options_(options),
       config_(config),
       transport_(std::make_shared<providers::Transport>()),
-      executor_(std::make_shared<ThreadPoolExecutor>(kToolWorkers)),
+      executor_(std::make_shared<ThreadPoolExecutor>(kToolWorkers, spdlog::default_logger())),
       agent_(build(config_)) {}
 
 AgentRuntime::~AgentRuntime() = default;
@@ -69,6 +71,7 @@ std::vector<std::string> AgentRuntime::tool_names() const {
 
 RunContext AgentRuntime::context(std::shared_ptr<state::Store> store, std::shared_ptr<Observer> observer) const {
   RunContext ctx;
+  ctx.logger = spdlog::default_logger();  // the CLI's own logger (main.cpp); library code never falls back to it
   ctx.store = std::move(store);
   ctx.observer = std::move(observer);
   ctx.executor = executor_;
@@ -127,14 +130,15 @@ const providers::McpClient& AgentRuntime::connect(const AgentConfig& config, con
   if (server.stdio) {
     providers::McpStdioServer stdio = *server.stdio;
     expand_all(stdio.env, config, server.line);
-    transport = providers::make_stdio_transport(std::move(stdio));
+    transport = providers::make_stdio_transport(std::move(stdio), spdlog::default_logger());
   } else {
     providers::McpHttpServer http = *server.http;
     expand_all(http.headers, config, server.line);
-    transport = providers::make_http_transport(std::move(http));
+    transport = providers::make_http_transport(std::move(http), spdlog::default_logger());
   }
   providers::McpClientOptions options;
   options.server_name = server.name;
+  options.logger = spdlog::default_logger();
   options.request_timeout = server.timeout;
   auto client = std::make_unique<providers::McpClient>(std::move(transport), std::move(options));
   try {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <agentkit/detail/enum_table.h>
@@ -477,7 +478,7 @@ class Loader {
     if (!skill_dirs.empty()) {
       claim(file, skills_line, names, "load_skill");
       try {
-        config.skills = std::make_shared<Skills>(skill_dirs);
+        config.skills = std::make_shared<Skills>(skill_dirs, spdlog::default_logger());
       } catch (const SkillError& e) {
         if (e.file().empty()) throw ConfigError(file, skills_line, e.what());
         // SkillError already reads "<file>:<line>: <problem>".

@@ -3,12 +3,12 @@
 // is not declared idempotent runs at most once.
 #include <agentkit/invoker.h>
 
+#include <agentkit/backoff.h>
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 
@@ -20,32 +20,10 @@ using std::chrono::milliseconds;
 
 bool retryable(const ToolResult& result) { return result.status == ToolResult::Status::error && result.retryable; }
 
-// Full jitter (uniform in [0, cap]) spreads retries from many callers
-// instead of synchronising them on the same exponential schedule.
-class Backoff {
- public:
-  explicit Backoff(RetryPolicy policy) : policy_(policy), rng_(std::random_device{}()) {}
-
-  milliseconds delay(int attempt) {
-    const auto base = std::max<milliseconds::rep>(policy_.base_delay.count(), 0);
-    const auto max = std::max<milliseconds::rep>(policy_.max_delay.count(), 0);
-    milliseconds::rep cap = base;
-    for (int i = 1; i < attempt && cap < max; ++i) cap *= 2;  // doubling, no overflow past max
-    cap = std::min(cap, max);
-    std::lock_guard lock(mutex_);
-    return milliseconds(std::uniform_int_distribution<milliseconds::rep>(0, cap)(rng_));
-  }
-
- private:
-  RetryPolicy policy_;
-  std::mutex mutex_;
-  std::mt19937 rng_;
-};
-
 }  // namespace
 
 Middleware retry(RetryPolicy policy) {
-  auto backoff = std::make_shared<Backoff>(policy);
+  const Backoff backoff{.base = policy.base_delay, .max = policy.max_delay};
   return [policy, backoff](const ToolRequest& req, RunContext& ctx, const Next& next) {
     // Re-running a non-idempotent mutation could repeat its effect.
     const bool safe = !req.effectively_side_effecting() || req.effectively_idempotent();
@@ -58,7 +36,7 @@ Middleware retry(RetryPolicy policy) {
     for (int n = 1; n <= attempts; ++n) {
       if (n > 1) {
         if (ctx.cancelled()) break;
-        ctx.cancellation.sleep_for(backoff->delay(n - 1));
+        ctx.cancellation.sleep_for(backoff.delay(n - 1));
         if (ctx.cancelled()) break;
       }
       attempt.attempt = n;

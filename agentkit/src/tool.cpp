@@ -58,7 +58,9 @@ std::string misfit(const Json& value, const Schema& schema) {
   }
   if (auto allowed = schema.find("enum"); allowed != schema.end() && allowed->is_array()) {
     if (std::none_of(allowed->begin(), allowed->end(), [&](const Schema& option) { return Json(option) == value; })) {
-      return "expected one of " + allowed->dump() + ", got " + preview(value);
+      std::string options;
+      for (const auto& option : *allowed) options += (options.empty() ? "" : ", ") + preview(Json(option));
+      return "expected one of [" + options + "], got " + preview(value);
     }
   }
   return {};

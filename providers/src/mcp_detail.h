@@ -16,10 +16,6 @@ ToolSpec tool_spec(const McpToolInfo& info, const std::string& server_name);
 // One tools/list entry; throws McpError(protocol) when it has no name.
 McpToolInfo tool_info(const Json& entry);
 
-// Throws ToolArgumentError when `arguments` break the schema's object type,
-// required keys, additionalProperties:false or a top-level property's type.
-void check_arguments(const std::string& tool, const Json& input_schema, const Json& arguments);
-
 // A tools/call result object as McpCallResult; throws McpError(protocol)
 // when it is not an object.
 McpCallResult call_result(const Json& result);

@@ -15,6 +15,7 @@
 
 #include <agentkit/providers/mcp.h>
 #include <agentkit/detail/logging.h>
+#include <agentkit/backoff.h>
 #include <agentkit/redact.h>
 #include <agentkit/providers/sse.h>
 
@@ -325,7 +326,8 @@ void HttpTransport::initialized(const std::string& protocol_version) {
 // next POST to discover (it re-initialises; clearing it here would make that
 // POST look like a request without a session).
 void HttpTransport::stream_loop() {
-  milliseconds backoff = kStreamRetryMin;
+  const Backoff backoff{.base = kStreamRetryMin, .max = kStreamRetryMax, .jitter = false};
+  int failures = 0;  // in a row; a stream that was served resets them
   for (;;) {
     std::uint64_t generation = 0;
     {
@@ -344,8 +346,8 @@ void HttpTransport::stream_loop() {
       logger_->debug("{} offers no standalone GET stream", where_);
       return;
     }
-    backoff = reply.status / 100 == 2 ? kStreamRetryMin : std::min(backoff * 2, kStreamRetryMax);
-    if (wait_stop(backoff, generation)) return;
+    failures = reply.status / 100 == 2 ? 0 : failures + 1;
+    if (wait_stop(backoff.delay(failures + 1), generation)) return;
   }
 }
 

@@ -3,7 +3,6 @@
 // tools/call content blocks.
 #include <cmath>
 
-#include <agentkit/detail/schema_type.h>
 #include <agentkit/errors.h>
 
 #include "mcp_detail.h"
@@ -36,25 +35,6 @@ std::string sanitized_name(const std::string& name) {
 }
 
 // The reason a value breaks `schema`'s "type" (a name or a list of names), or "".
-std::string type_problem(const Json& schema, const Json& value) {
-  const auto type = schema.find("type");
-  if (!schema.is_object() || type == schema.end()) return {};
-  std::vector<std::string> names;
-  if (type->is_string()) names.push_back(type->get<std::string>());
-  if (type->is_array()) {
-    for (const auto& t : *type) {
-      if (t.is_string()) names.push_back(t.get<std::string>());
-    }
-  }
-  if (names.empty()) return {};
-  for (const auto& name : names) {
-    if (agentkit::detail::matches_schema_type(value, name)) return {};  // an unknown type: the server decides
-  }
-  std::string expected;
-  for (const auto& name : names) expected += (expected.empty() ? "" : " or ") + name;
-  return "expected " + expected + ", got " + std::string(json_type_name(value)) + " " + preview(value);
-}
-
 std::string size_note(const Json& block, const char* data_key) {
   const auto bytes = base64_decode(string_field(block, data_key));
   return bytes ? std::to_string(bytes->size()) + " bytes" : std::string("not valid base64");
@@ -175,39 +155,6 @@ ToolSpec tool_spec(const McpToolInfo& info, const std::string& server_name) {
       {"open_world_hint", info.annotations.value("openWorldHint", true)},
   };
   return spec;
-}
-
-void check_arguments(const std::string& tool, const Json& input_schema, const Json& arguments) {
-  const Json properties = input_schema.value("properties", Json::object());
-  std::vector<std::string> accepted;
-  if (properties.is_object()) {
-    for (auto it = properties.begin(); it != properties.end(); ++it) accepted.push_back(it.key());
-  }
-  if (!arguments.is_object()) {
-    throw ToolArgumentError(tool, {}, {}, {{"(arguments)", "expected object, got " + std::string(json_type_name(arguments))}},
-                            accepted);
-  }
-  std::vector<std::string> missing;
-  std::vector<std::string> unexpected;
-  std::vector<ToolArgumentError::Invalid> invalid;
-  if (const auto required = input_schema.find("required"); required != input_schema.end() && required->is_array()) {
-    for (const auto& key : *required) {
-      if (key.is_string() && !arguments.contains(key.get<std::string>())) missing.push_back(key.get<std::string>());
-    }
-  }
-  const auto extra = input_schema.find("additionalProperties");
-  const bool closed = extra != input_schema.end() && extra->is_boolean() && !extra->get<bool>();
-  for (auto it = arguments.begin(); it != arguments.end(); ++it) {
-    const auto property = properties.is_object() ? properties.find(it.key()) : properties.end();
-    if (property == properties.end()) {
-      if (closed) unexpected.push_back(it.key());
-      continue;
-    }
-    if (std::string problem = type_problem(*property, *it); !problem.empty()) invalid.push_back({it.key(), problem});
-  }
-  if (!missing.empty() || !unexpected.empty() || !invalid.empty()) {
-    throw ToolArgumentError(tool, std::move(missing), std::move(unexpected), std::move(invalid), std::move(accepted));
-  }
 }
 
 McpCallResult call_result(const Json& result) {

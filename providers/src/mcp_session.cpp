@@ -269,7 +269,7 @@ class McpTool final : public Tool {
   // An image block reaches the model as an ImagePart; a result of text
   // blocks alone stays the text (or structuredContent) it always was.
   ToolOutput run_output(const Json& arguments, RunContext& ctx) const override {
-    mcp_detail::check_arguments(spec_.name, info_.input_schema, arguments);
+    check_arguments(arguments);  // Tool::check_arguments: the schema validator every tool without typed decoding shares
     auto session = session_.lock();
     if (!session) {
       throw McpError(McpError::Kind::disconnected, "MCP tool '" + info_.name + "' is unavailable: its client was closed");
@@ -513,7 +513,7 @@ void McpSession::send_quietly(const Json& message) {
   try {
     transport_->send(message);
   } catch (const std::exception& e) {
-    logger_->debug("{}: could not send {}: {}", where_, string_field(message, "method"), e.what());
+    logger_->debug("{}: could not send {}: {}", where_, string_field(message, "method"), transport_->redact(e.what()));
   }
 }
 
@@ -560,7 +560,7 @@ void McpSession::schedule_relist() {
       refresh_tools(true);
     } catch (const std::exception& e) {
       std::lock_guard lock(mutex_);
-      if (!closed_) logger_->warn("{}: re-listing tools after list_changed failed: {}", where_, e.what());
+      if (!closed_) logger_->warn("{}: re-listing tools after list_changed failed: {}", where_, transport_->redact(e.what()));
     }
   });
 }
@@ -599,7 +599,7 @@ void McpSession::on_message(Json message) {
 // notification, a result or error a response. An id alone never decides.
 void McpSession::on_one(Json message) {
   if (!message.is_object()) {
-    logger_->warn("{}: skipping a message that is not a JSON-RPC object: {}", where_, preview(message));
+    logger_->warn("{}: skipping a message that is not a JSON-RPC object: {}", where_, transport_->redact(preview(message)));
     return;
   }
   const auto method = message.find("method");
@@ -609,7 +609,7 @@ void McpSession::on_one(Json message) {
       return on_notification(method->get<std::string>(), message.value("params", Json::object()));
     }
     if (!id->is_string() && !id->is_number_integer()) {
-      logger_->warn("{}: skipping a request with an invalid id: {}", where_, preview(message));
+      logger_->warn("{}: skipping a request with an invalid id: {}", where_, transport_->redact(preview(message)));
       return;
     }
     requests_worker_.post([this, request = std::move(message)] { answer(request); });
@@ -617,7 +617,7 @@ void McpSession::on_one(Json message) {
   }
   if (message.contains("result") || message.contains("error")) return on_response(message);
   logger_->warn("{}: skipping a message that is neither request, response nor notification: {}", where_,
-                preview(message));
+                transport_->redact(preview(message)));
 }
 
 void McpSession::on_response(const Json& message) {
@@ -694,7 +694,7 @@ void McpSession::on_closed(const std::string& reason) {
     std::lock_guard lock(mutex_);
     closing = closed_;
   }
-  if (!closing) logger_->warn("{}: {}", where_, reason);
+  if (!closing) logger_->warn("{}: {}", where_, transport_->redact(reason));
   fail_all(McpError(McpError::Kind::disconnected, where_ + ": " + reason));
 }
 
@@ -707,7 +707,7 @@ void McpSession::on_failed(const Json& message, const McpError& error) {
     if (auto it = pending_.find(id->get<std::int64_t>()); it != pending_.end()) pending = it->second;
   }
   if (!pending) {
-    logger_->warn("{}: {} was not delivered: {}", where_, string_field(message, "method"), error.what());
+    logger_->warn("{}: {} was not delivered: {}", where_, string_field(message, "method"), transport_->redact(error.what()));
     return;
   }
   {

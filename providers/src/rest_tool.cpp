@@ -4,6 +4,7 @@
 // each hop passes the egress check).
 #include <agentkit/providers/rest_tool.h>
 
+#include <agentkit/backoff.h>
 #include <agentkit/redact.h>
 
 #include <algorithm>
@@ -53,7 +54,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::size_t kPreviewChars = 512;
-constexpr milliseconds kPauseSlice{10};
 
 template <class T>
 struct Tag {
@@ -246,12 +246,10 @@ void erase_header(Headers& headers, std::string_view name) {
   std::erase_if(headers, [&](const auto& h) { return lower(h.first) == name; });
 }
 
+// Waits out a retry delay; a cancellation or deadline ends the wait and the call.
 void pause(milliseconds delay, const RunContext& ctx) {
-  const auto until = Clock::now() + delay;
-  while (Clock::now() < until) {
-    if (ctx.cancelled()) throw Error(ErrorCode::cancelled, "the call was cancelled while waiting to retry");
-    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPauseSlice));
-  }
+  ctx.cancellation.sleep_for(delay);
+  if (ctx.cancelled()) throw Error(ErrorCode::cancelled, "the call was cancelled while waiting to retry");
 }
 
 // ------------------------------------------------------- definition checks
@@ -569,8 +567,7 @@ HttpResponse RestTool::send(const HttpRequest& request, const Prepared& prepared
         fail(e.what(), prepared.secrets);
       }
     }
-    const milliseconds backoff = def_.retry_delay * (1LL << std::min(n - 1, 20));
-    pause(std::min(after.value_or(backoff), def_.max_retry_delay), ctx);
+    pause(Backoff{.base = def_.retry_delay, .max = def_.max_retry_delay, .jitter = false}.delay(n, after), ctx);
   }
 }
 

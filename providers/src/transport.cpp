@@ -11,6 +11,7 @@
 // pair reuses the keep-alive connection.
 #include <agentkit/providers/transport.h>
 
+#include <agentkit/backoff.h>
 #include <agentkit/redact.h>
 
 #include <curl/curl.h>
@@ -21,7 +22,6 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <random>
 #include <thread>
 
 namespace agentkit::providers {
@@ -152,25 +152,10 @@ std::string origin_of(const std::string& url) {
   return shown;
 }
 
-ProviderError scrubbed(const ProviderError& e, const std::vector<std::string>& secrets) {
-  std::string message = e.what();
-  bool changed = false;
-  for (const auto& secret : secrets) {
-    for (auto pos = message.find(secret); pos != std::string::npos; pos = message.find(secret, pos)) {
-      message.replace(pos, secret.size(), "[redacted]");
-      changed = true;
-    }
-  }
-  if (!changed) return e;
-  return e.with_message(std::move(message));
-}
-
-
 // The idle slots a Transport and its requests in flight share.
 struct Pool {
-  std::mutex mutex;  // guards idle and rng
+  std::mutex mutex;  // guards idle
   std::vector<Slot> idle;
-  std::minstd_rand rng{std::random_device{}()};
 
   ~Pool() {
     for (auto& slot : idle) {
@@ -208,10 +193,6 @@ struct Pool {
     curl_multi_cleanup(slot.multi);
   }
 
-  milliseconds jitter(milliseconds cap) {
-    std::lock_guard lock(mutex);
-    return milliseconds(std::uniform_int_distribution<long long>(0, std::max<long long>(cap.count(), 0))(rng));
-  }
 };
 
 }  // namespace
@@ -298,7 +279,13 @@ struct AsyncRequest::State {
         return;
       case Phase::backoff: {
         const auto now = Clock::now();
-        if (retry_at_ > now) std::this_thread::sleep_for(std::min<Clock::duration>(retry_at_ - now, limit));
+        if (retry_at_ <= now) return;
+        const auto pause = std::min<Clock::duration>(retry_at_ - now, limit);
+        if (token_) {
+          token_->sleep_for(pause);  // a cancellation ends the wait at once
+        } else {
+          std::this_thread::sleep_for(pause);
+        }
         return;
       }
       case Phase::ready:
@@ -443,8 +430,7 @@ struct AsyncRequest::State {
     if (after) {
       backoff = std::min(*after, kMaxRetryAfter);
     } else {
-      const auto ceiling = options_.base_backoff * (1LL << std::min(attempts_, 20));
-      backoff = pool_->jitter(std::min<milliseconds>(ceiling, options_.max_backoff));  // full jitter
+      backoff = Backoff{.base = options_.base_backoff, .max = options_.max_backoff}.delay(attempts_ + 1);
     }
     ++attempts_;
     retry_at_ = Clock::now() + backoff;

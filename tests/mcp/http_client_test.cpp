@@ -233,6 +233,40 @@ TEST_CASE("http: an HTTP error is a typed error that never carries the credentia
   CHECK(log.text().find(kSecret) == std::string::npos);
 }
 
+TEST_CASE("http: an API key, a Bearer header and an x-api-key header never reach errors or logs", "[redact]") {
+  constexpr const char* kApiKey = "xk-mcp-api-key-1234";
+  ScriptedServer server([&](const Json& request, const WireServer::Request& http) {
+    if (request.value("params", Json::object()).value("name", "") == "warn") {
+      // A malformed message (logged as a warning, skipped), then an error echoing everything it was sent.
+      return sse_reply({{{"jsonrpc", "2.0"}, {"method", 7}, {"echo", http.header("authorization") + " " +
+                                                                             http.header("x-api-key")}},
+                        {{"jsonrpc", "2.0"}, {"id", request["id"]}, {"error", {{"code", -32000},
+                                                                              {"message", "bad key " + http.header("x-api-key") + " and " + http.header("authorization")}}}}});
+    }
+    return status_only(500, "upstream rejected " + http.header("authorization") + " " + http.header("x-api-key"));
+  });
+  mcp_test::LogCapture log;
+  McpHttpServer config{.url = server.url(),
+                       .headers = {{"Authorization", std::string("Bearer ") + kSecret}, {"X-Api-Key", kApiKey}}};
+  config.standalone_stream = false;
+  McpClient client(make_http_transport(config, log.logger()), {.logger = log.logger()});
+  client.connect();
+  std::string errors;
+  for (const char* tool : {"fail", "warn"}) {
+    try {
+      client.call_tool(tool, Json::object());
+      FAIL("no error");
+    } catch (const std::exception& e) {
+      errors += std::string(e.what()) + "\n";
+    }
+  }
+  const std::string everything = errors + log.text();
+  INFO(everything);
+  CHECK_THAT(everything, Catch::Contains("[redacted]"));
+  CHECK_THAT(everything, !Catch::Contains(kSecret));
+  CHECK_THAT(everything, !Catch::Contains(kApiKey));
+}
+
 TEST_CASE("http: a JSON-RPC error in a non-2xx body still answers the request") {
   ScriptedServer server([](const Json& request, const WireServer::Request&) {
     WireServer::Response r = status_only(

@@ -212,7 +212,7 @@ class RunContext {
   std::shared_ptr<const Invoker> invoker;
   std::shared_ptr<Executor> executor;  // where model and tool calls run; inline when null
   std::shared_ptr<const EgressAllowlist> egress;  // where tools may connect; null: anywhere
-  std::shared_ptr<spdlog::logger> logger;
+  std::shared_ptr<spdlog::logger> logger;  // where library code logs; null: nowhere (never spdlog's default)
   std::string span_id;
   std::string parent_span_id;
   // Set for a tool body by the end of the invoker chain: the call's key,

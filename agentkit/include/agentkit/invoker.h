@@ -257,7 +257,7 @@ Middleware retry(RetryPolicy policy = {});
 // durable run's ledger records what the body really returned.
 Middleware timeout(std::chrono::milliseconds limit);
 // Turns any exception into a model-visible "Tool failed: ..." result and logs
-// the full error to ctx.logger (or spdlog's default logger).
+// the full error to ctx.logger (nowhere when it is null).
 Middleware error_boundary();
 // Logs each call's tool, call id, outcome and duration at debug level.
 Middleware logging();

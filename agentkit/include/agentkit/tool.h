@@ -95,8 +95,12 @@ class Tool {
   // are checked before a resume runs them. The default checks the parameters
   // schema's top level (an object; required keys present; no undeclared keys
   // unless the tool accepts extra arguments or the schema allows them; each
-  // property's "type" and "enum"). Function tools check exactly what run()
-  // decodes. A wrapper MUST forward it, as it forwards side_effecting_for.
+  // property's "type" and "enum"). This default is the one schema-driven
+  // validator: MCP tools run it before every call. Function and REST tools
+  // check exactly what run() decodes (the Codec machinery of
+  // <agentkit/schema.h>); for a wrong type, a missing or unexpected key or a
+  // non-object the messages are the same. A wrapper MUST forward it, as it
+  // forwards side_effecting_for.
   virtual void check_arguments(const Json& arguments) const;
   bool idempotent() const noexcept { return spec().effects.idempotent; }
   bool requires_approval() const noexcept { return spec().effects.requires_approval; }

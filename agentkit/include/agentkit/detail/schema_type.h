@@ -1,6 +1,6 @@
 #pragma once
-// Internal: shared by the argument checks of tools that are not function
-// tools (Tool::check_arguments) and of MCP tools.
+// Internal: the type test of the schema-driven argument validator,
+// Tool::check_arguments, which MCP tools run too.
 #include <string_view>
 
 #include <agentkit/json.h>

@@ -153,7 +153,7 @@ class McpTransport {
 // A child process speaking newline-delimited JSON-RPC on stdin/stdout. Its
 // stderr is drained continuously and logged at debug level; lines that are
 // not JSON-RPC (or exceed 32 MiB, or nest deeper than 256 levels) are logged
-// and skipped. `logger` defaults to spdlog's default.
+// and skipped. `logger` null: nothing is logged.
 std::unique_ptr<McpTransport> make_stdio_transport(McpStdioServer server,
                                                    std::shared_ptr<spdlog::logger> logger = nullptr);
 // Streamable HTTP: POSTs accept JSON or SSE answers; Mcp-Session-Id is kept
@@ -236,7 +236,7 @@ struct McpClientOptions {
   // Called (on the client's relist thread) with the new tools after a
   // notifications/tools/list_changed has been followed by a fresh tools/list.
   std::function<void(const std::vector<ToolPtr>&)> on_tools_changed;
-  std::shared_ptr<spdlog::logger> logger;  // spdlog's default when null
+  std::shared_ptr<spdlog::logger> logger;  // null: nothing is logged
 };
 
 namespace detail {
