@@ -264,11 +264,24 @@ class McpTool final : public Tool {
 
   const ToolSpec& spec() const noexcept override { return spec_; }
 
-  Json run(const Json& arguments, RunContext& ctx) const override { return run_output(arguments, ctx).value; }
+  // The result as text (image blocks as notes), or structuredContent.
+  Json run(const Json& arguments, RunContext& ctx) const override { return call(arguments, ctx).value(); }
 
-  // An image block reaches the model as an ImagePart; a result of text
-  // blocks alone stays the text (or structuredContent) it always was.
+  // What the invoker calls: an image block reaches the model as an
+  // ImagePart; a result of text blocks alone is what run() returns.
   ToolOutput run_output(const Json& arguments, RunContext& ctx) const override {
+    const McpCallResult result = call(arguments, ctx);
+    std::vector<ContentPart> parts = result.parts();
+    const bool typed = std::any_of(parts.begin(), parts.end(),
+                                   [](const ContentPart& p) { return !std::holds_alternative<TextPart>(p); });
+    if (!typed) return {result.value(), {}};
+    if (result.structured.is_null()) return {Json(nullptr), std::move(parts)};
+    std::erase_if(parts, [](const ContentPart& p) { return std::holds_alternative<TextPart>(p); });
+    return {result.structured, std::move(parts)};
+  }
+
+ private:
+  McpCallResult call(const Json& arguments, RunContext& ctx) const {
     check_arguments(arguments);  // Tool::check_arguments: the schema validator every tool without typed decoding shares
     auto session = session_.lock();
     if (!session) {
@@ -285,16 +298,9 @@ class McpTool final : public Tool {
       throw;
     }
     if (result.is_error) throw McpToolError(info_.name, result.text(), result.raw);
-    std::vector<ContentPart> parts = result.parts();
-    const bool typed = std::any_of(parts.begin(), parts.end(),
-                                   [](const ContentPart& p) { return !std::holds_alternative<TextPart>(p); });
-    if (!typed) return {result.value(), {}};
-    if (result.structured.is_null()) return {Json(nullptr), std::move(parts)};
-    std::erase_if(parts, [](const ContentPart& p) { return std::holds_alternative<TextPart>(p); });
-    return {result.structured, std::move(parts)};
+    return result;
   }
 
- private:
   std::weak_ptr<McpSession> session_;
   McpToolInfo info_;
   ToolSpec spec_;

@@ -52,16 +52,18 @@ TEST_CASE("a tool's part over the per-part cap or malformed is a model-visible e
                                    {.content_limits = {.max_part_bytes = 1024}});
     const RunResult result = agent.run("look", ctx);
     CHECK(result.stop_reason == StopReason::answered);
-    const Message& seen = llm->requests().at(1).messages.back();
+    const auto requests = llm->requests();
+    const Message& seen = requests.at(1).messages.back();
     CHECK(seen.is_error);
-    CHECK(llm->requests().at(1).images().empty());
+    CHECK(requests.at(1).images().empty());
     CHECK_THAT(seen.text(), Catch::Contains("image image/png, 2048 bytes") && Catch::Contains("per-part cap of 1024"));
   }
   SECTION("an image with neither data nor url") {
     const Agent agent = agent_with(camera({ImagePart{}}));
     const RunResult result = agent.run("look", ctx);
     CHECK(result.stop_reason == StopReason::answered);
-    const Message& seen = llm->requests().at(1).messages.back();
+    const auto requests = llm->requests();
+    const Message& seen = requests.at(1).messages.back();
     CHECK(seen.is_error);
     CHECK_THAT(seen.text(), Catch::Contains("exactly one of data and url"));
   }

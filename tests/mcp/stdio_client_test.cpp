@@ -111,6 +111,14 @@ TEST_CASE("stdio: every content type renders as model text; structuredContent is
   CHECK(all.text() == expected);
   auto ctx = testing::make_test_ctx();
   CHECK(find_tool(*client, "all_content")->run(Json::object(), ctx) == Json(expected));
+  // What the invoker calls: the image block as an ImagePart, in its place.
+  const agentkit::ToolOutput out = find_tool(*client, "all_content")->run_output(Json::object(), ctx);
+  CHECK(out.value.is_null());
+  REQUIRE(out.parts.size() == 3);
+  CHECK(std::get<agentkit::TextPart>(out.parts[0]).text == "first line");
+  CHECK(std::get<agentkit::ImagePart>(out.parts[1]).media_type == "image/png");
+  CHECK(std::get<agentkit::ImagePart>(out.parts[1]).data.size() == 16);
+  CHECK_THAT(std::get<agentkit::TextPart>(out.parts[2]).text, Catch::StartsWith("[audio audio/wav, 20 bytes]"));
 
   auto weather = find_tool(*client, "weather");
   REQUIRE(weather->spec().output_schema.has_value());

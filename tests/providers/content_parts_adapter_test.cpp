@@ -210,7 +210,7 @@ TEST_CASE("a run over loopback passes Anthropic thinking back unchanged on the n
   auto transport = std::make_shared<Transport>(TransportOptions{.max_retries = 0});
   auto claude = std::make_shared<AnthropicModel>(transport, AnthropicOptions{.base_url = server.base_url(), .model = "m"});
   auto ctx = agentkit::testing::make_test_ctx({.llm = claude});
-  auto weather = tool("get_weather").doc("Weather.").side_effecting(false).params("city").fn([](const std::string&) {
+  auto weather = tool("get_weather").doc("Get the current weather for a named city.").side_effecting(false).params("city").fn([](const std::string&) {
     return std::string("sunny");
   });
   const Agent agent("w", "m", "Be brief.", std::make_shared<cognition::ReActCognition>(std::vector<ToolPtr>{weather}));

@@ -27,13 +27,13 @@ std::string frame_bytes() {
 }
 
 ToolPtr camera() {
-  return tool("camera_frame").doc("Grab a frame.").side_effecting(false).fn([](RunContext&) {
+  return tool("camera_frame").doc("Grab the current frame of the gate camera.").side_effecting(false).fn([](RunContext&) {
     return ToolOutput{"frame 7", {ImagePart{"image/png", frame_bytes(), ""}}};
   });
 }
 
 ToolPtr gate() {
-  return tool("open_gate").doc("Open the gate.").side_effecting(true).requires_approval().fn([] { return "opened"; });
+  return tool("open_gate").doc("Open the front gate for a visitor who is waiting.").side_effecting(true).requires_approval().fn([] { return std::string("opened"); });
 }
 
 std::shared_ptr<FakeLLM> script() {

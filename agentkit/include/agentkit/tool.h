@@ -77,7 +77,7 @@ class Tool {
   // implements run() as its value). A wrapper MUST forward it.
   //
   // Example (a function tool returning parts):
-  //   tool("camera_frame").side_effecting(false).fn([](RunContext&) {
+  //   tool("camera_frame").doc("Grab the current camera frame.").side_effecting(false).fn([](RunContext&) {
   //     return ToolOutput{"frame 7", {ImagePart{.media_type = "image/jpeg", .data = grab()}}};
   //   });
   virtual ToolOutput run_output(const Json& arguments, RunContext& ctx) const { return {run(arguments, ctx), {}}; }
