@@ -4,8 +4,9 @@
 // benchmarks' 10-iteration ReAct workload with a side-effecting tool
 // (checkpoint, ledger intent and outcome on every step), checkpointed to an
 // InMemoryStore, to SQLite with Durability::normal and with Durability::full
-// (an fsync per commit). Checkpoints are written by the run's writer
-// thread, so a tick pays for queuing a save, not for writing it.
+// (an fsync per commit). Model and tool calls run on a one-thread executor
+// and checkpoints are written by the run's writer thread, so a tick pays for
+// scheduling work and queuing a save, not for doing either.
 //
 // The tick is 1 ms rather than 10 ms so the figures come in seconds; poll()
 // does the same work per call either way. start() (which claims the run
@@ -27,6 +28,7 @@
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
+#include <agentkit/executor.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
@@ -57,19 +59,22 @@ double percentile(const std::vector<double>& sorted, double p) {
 }
 
 Figures drive(const agentkit::Agent& agent, const std::shared_ptr<agentkit::state::Store>& store) {
+  auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(1);
   Figures f;
   f.poll_us.reserve(kTicks);
   auto next = Clock::now();
-  std::optional<agentkit::RunHandle> run;
+  std::unique_ptr<agentkit::RunHandle> run;
   agentkit::RunContext ctx;
   for (int tick = 0; tick < kTicks; ++tick) {
     if (!run) {
       auto llm = FakeLLM::script(add_script(10, "record"));
       llm->record_requests(false);
-      ctx = agentkit::testing::make_test_ctx({.llm = llm});
+      // Model and tool calls (and a side-effecting call's ledger records) run
+      // on the executor, as a host that must not block sets it up.
+      ctx = agentkit::testing::make_test_ctx({.llm = llm, .executor = executor});
       ctx.store = store;
       const auto begin = Clock::now();
-      run.emplace(agent.start("add", ctx));
+      run = std::make_unique<agentkit::RunHandle>(agent.start("add", ctx));
       f.start_max_us = std::max(f.start_max_us, std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
     }
     const auto enter = Clock::now();
@@ -100,7 +105,8 @@ int main() {
                     .side_effecting(true)
                     .params("a", "b")
                     .fn([](std::int64_t a, std::int64_t b) { return a + b; });
-  const agentkit::Agent agent("recorder", "fake", "You record sums.", agentkit::cognition::react({record}));
+  const agentkit::Agent agent("recorder", "fake", "You record sums.", agentkit::cognition::react({record}),
+                               {.max_iterations = 20});
 
   const fs::path dir = fs::temp_directory_path() / ("agentkit_bench_poll_" + std::to_string(::getpid()));
   fs::create_directories(dir);
