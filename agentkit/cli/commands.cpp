@@ -146,7 +146,7 @@ struct Driver {
       for (const Event& event : nested.drain()) ui.show(event, true);
       const bool done = handle.poll();
       for (const Event& event : handle.drain_events()) ui.show(event);
-      if (done) return handle.result();
+      if (done) return handle.wait();  // its end is in the store before a resume reads it
       if (g_interrupted && !cancelled) {
         handle.cancel();
         cancelled = true;

@@ -227,6 +227,7 @@ RunResult RunHandle::wait(Observer* observer) {
     deliver();
     driver_->wait();
   }
+  driver_->wait();  // a durable run's end is in its store once wait() returns
   deliver();
   return driver_->result();
 }

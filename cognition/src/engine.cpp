@@ -7,8 +7,10 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <deque>
 #include <mutex>
 #include <span>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -124,6 +126,142 @@ struct CallSlot {
   }
 };
 
+// Writes a durable run's checkpoints off the host's thread, on a thread of
+// its own, in the order they were queued. The host hands it each state
+// without its history and only the messages appended since the last save
+// (the history is append-only after the run is claimed), so queuing a save
+// costs the host the new messages, not the run's length. After a failed or
+// lost save nothing more is written: the store keeps the last checkpoint
+// that succeeded, and failure() says why until the engine stops the run.
+class CheckpointWriter {
+ public:
+  struct Save {
+    RunState state;               // history left empty
+    std::size_t from = 0;         // the history's length before `appended`
+    std::vector<Message> appended;
+  };
+
+  CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::vector<Message> history)
+      : checkpoint_(std::move(checkpoint)), history_(std::move(history)), thread_([this] { loop(); }) {}
+
+  ~CheckpointWriter() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();  // queued saves are written first
+  }
+
+  using After = std::function<void(const std::optional<std::string>& problem, const RunState& state)>;
+  // Queues a save and returns its sequence number (1, 2, ...). `after`
+  // (optional) runs on the writer once the save is done, with why it failed
+  // (nullopt: it was written). After a failure the rest is skipped.
+  std::uint64_t save(Save save, After after = nullptr) {
+    std::uint64_t seq = 0;
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back({std::move(save), std::move(after)});
+      seq = ++queued_;
+    }
+    cv_.notify_all();
+    return seq;
+  }
+  // Lets the thread end once the queue is written, without waiting for it.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Every queued save is written (or skipped after a failure).
+  bool idle() const {
+    std::lock_guard lock(mutex_);
+    return written_ == queued_;
+  }
+  // Saves queued before save number `seq` are not all done yet.
+  bool behind(std::uint64_t seq) const {
+    std::lock_guard lock(mutex_);
+    return written_ + 1 < seq;
+  }
+  // Blocks up to `max` (nullopt: as long as it takes) until idle.
+  void wait_idle(std::optional<std::chrono::milliseconds> max) const {
+    std::unique_lock lock(mutex_);
+    const auto idle = [&] { return written_ == queued_; };
+    if (max) {
+      done_cv_.wait_for(lock, *max, idle);
+    } else {
+      done_cv_.wait(lock, idle);
+    }
+  }
+  // The first failed or lost save: why, its code (aborted: another writer
+  // advanced the run), and its sequence number.
+  struct Refusal {
+    std::string problem;
+    ErrorCode code = ErrorCode::internal;
+    std::uint64_t seq = 0;
+  };
+  std::optional<Refusal> failure() const {
+    std::lock_guard lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  struct Job {
+    Save save;
+    After after;
+  };
+
+  void loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything is written
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      const bool skip = failure_.has_value();
+      lock.unlock();
+      std::optional<std::string> problem;
+      ErrorCode code = ErrorCode::internal;
+      if (!skip) {
+        RunState& state = job.save.state;
+        if (job.save.from > history_.size()) job.save.from = history_.size();
+        history_.resize(job.save.from);
+        for (auto& m : job.save.appended) history_.push_back(std::move(m));
+        state.history = std::move(history_);
+        try {
+          if (!checkpoint_->save(state)) {
+            problem = "run '" + state.run_id + "' was taken over by another process; this one stopped advancing it";
+            code = ErrorCode::aborted;
+          }
+        } catch (const std::exception& e) {
+          problem = std::string("checkpoint failed: ") + e.what();
+          code = failure_of(std::current_exception()).code;
+        }
+        if (job.after) job.after(problem, state);
+        history_ = std::move(state.history);
+      }
+      lock.lock();
+      ++written_;
+      if (problem && !failure_) failure_ = Refusal{std::move(*problem), code, written_};
+      done_cv_.notify_all();
+    }
+  }
+
+  std::shared_ptr<Checkpoint> checkpoint_;
+  std::vector<Message> history_;  // the run's history as last saved (touched by the writer thread only)
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  mutable std::condition_variable done_cv_;
+  std::deque<Job> queue_;
+  std::uint64_t queued_ = 0;
+  std::uint64_t written_ = 0;
+  std::optional<Refusal> failure_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once everything above exists
+};
+
 // The run engine: one per run. It keeps its own copy of the agent, and
 // through it the strategy and its tools, so the host may drop the Agent (and
 // the handle) while work is in flight: the work shares the copy
@@ -169,15 +307,22 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   bool poll() override {
     if (done_) return true;
-    step();
+    if (!ending_) step();
+    if (ending_ && !writer_->behind(end_seq_)) complete_end();
     return done_;
   }
 
   void wait() override {
-    if (in_flight_) {
+    if (done_) {
+      if (writer_) writer_->wait_idle(std::nullopt);  // the end is in the store once wait() returns
+    } else if (ending_) {
+      writer_->wait_idle(std::chrono::milliseconds(10));
+    } else if (in_flight_) {
       in_flight_->wait(std::chrono::milliseconds(10));
-    } else if (pending_) {
+    } else if (busy()) {
       pending_->wait_idle(ctx_.cancellation);
+    } else if (writer_ && !writer_->idle()) {
+      writer_->wait_idle(std::chrono::milliseconds(10));
     }
   }
 
@@ -191,6 +336,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
  private:
   void step() {
+    if (writer_) {
+      if (auto failure = writer_->failure()) {
+        // A checkpoint was refused: the run stops where the store last has it.
+        writer_.reset();
+        checkpoint_.reset();  // nothing more is written by this engine
+        cause_ = Failure{.code = failure->code};
+        return finish(StopReason::failed, failure->problem);
+      }
+    }
     if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
     switch (st_.phase) {
       case Phase::ask_model:
@@ -234,54 +388,93 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // The first save: it claims the run, so a second resume or recovery of the
   // same checkpoint fails here, before anything runs.
+  // The first save, on the caller's thread: it claims the run, so a second
+  // resume or recovery of the same checkpoint fails here, before anything
+  // runs. Every later save goes to the writer.
   void claim() {
-    if (!checkpoint_ || checkpoint_->save(st_)) return;
-    if (checkpoint_->version() == 0) throw RunError("a run with id '" + st_.run_id + "' already exists in the store");
-    throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
-  }
-
-  // Saves the state at a step boundary; the run fails when the store refuses.
-  void checkpoint() {
     if (!checkpoint_) return;
-    std::string problem;
-    try {
-      if (checkpoint_->save(st_)) return;
-      problem = "run '" + st_.run_id + "' was taken over by another process; this one stopped advancing it";
-      cause_ = Failure{.code = ErrorCode::aborted};
-    } catch (const std::exception& e) {
-      problem = std::string("checkpoint failed: ") + e.what();
-      cause_ = failure_of(std::current_exception());
+    if (!checkpoint_->save(st_)) {
+      if (checkpoint_->version() == 0) throw RunError("a run with id '" + st_.run_id + "' already exists in the store");
+      throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
     }
-    checkpoint_.reset();  // nothing more is written by this driver
-    finish(StopReason::failed, problem);
+    writer_ = std::make_unique<CheckpointWriter>(checkpoint_, st_.history);
+    sent_ = st_.history.size();
   }
 
-  // The final save, the cleanup and the session update of a run that
-  // is over (or suspended). A run that lost its checkpoint to another process
-  // leaves all three to that process. Failures are logged: the result stands.
+  // The state for the writer: everything but the history, and the messages
+  // appended since the last save.
+  CheckpointWriter::Save snapshot() {
+    CheckpointWriter::Save save;
+    std::vector<Message> history = std::move(st_.history);
+    save.state = st_;
+    st_.history = std::move(history);
+    if (st_.history.size() < sent_) sent_ = 0;  // never shrinks; if it did, it is sent whole
+    save.from = sent_;
+    save.appended.assign(st_.history.begin() + static_cast<std::ptrdiff_t>(sent_), st_.history.end());
+    sent_ = st_.history.size();
+    return save;
+  }
+
+  // Queues a save of the state at a step boundary; poll() never waits for
+  // it. A save the store refuses stops the run at the next poll().
+  void checkpoint() {
+    if (writer_) writer_->save(snapshot());
+  }
+
+  // The final save, the cleanup and the session update of a run that is
+  // over (or suspended), queued on the writer; the run is done once they
+  // are written. A run that lost its checkpoint to another process leaves
+  // all three to that process. Failures are logged: the result stands.
   void persist_end(const std::shared_ptr<Pending>& abandoned) {
-    if (!checkpoint_) return;
-    try {
-      if (!checkpoint_->save(st_) || st_.phase != Phase::done) return;
-      if (abandoned) {
-        abandoned->then([checkpoint = checkpoint_, run_id = st_.run_id, logger = ctx_.logger] {
+    if (!writer_) return;
+    const bool over = st_.phase == Phase::done;
+    end_seq_ = writer_->save(
+        snapshot(), [checkpoint = checkpoint_, abandoned, over, store = ctx_.store, scope = ctx_.scope,
+                     agent = agent_owner_, logger = ctx_.logger](const std::optional<std::string>& problem,
+                                                                 const RunState& state) {
+          if (problem) {
+            agentkit::detail::logger_or_null(logger)
+                ->error("run '{}': saving its end state failed: {}", state.run_id, *problem);
+          }
+          if (problem || !over) return;
           try {
-            checkpoint->tidy();
+            if (abandoned) {
+              abandoned->then([checkpoint, run_id = state.run_id, logger] {
+                try {
+                  checkpoint->tidy();
+                } catch (const std::exception& e) {
+                  agentkit::detail::logger_or_null(logger)
+                      ->error("run '{}': tidying its store after its last call ended failed: {}", run_id, e.what());
+                }
+              });
+            } else {
+              checkpoint->tidy();
+            }
+            if (!state.session.empty() && store) {
+              append_to_session(*store, scope, state, agent->options().history_policy);
+            }
           } catch (const std::exception& e) {
             agentkit::detail::logger_or_null(logger)
-                ->error("run '{}': tidying its store after its last call ended failed: {}", run_id, e.what());
+                ->error("run '{}': saving its end state failed: {}", state.run_id, e.what());
           }
         });
-      } else {
-        checkpoint_->tidy();
+  }
+
+  // The run is over and its end is written (or it is not durable).
+  void complete_end() {
+    if (writer_) {
+      if (auto failure = writer_->failure(); failure && failure->seq < end_seq_) {
+        // A checkpoint before the end was refused: the store never saw the
+        // run get this far, so the run did not succeed.
+        result_.stop_reason = result_.state.stop_reason = StopReason::failed;
+        result_.failure = result_.state.failure = Failure{.code = failure->code, .message = failure->problem};
+        result_.suspended.reset();
+        if (result_.state.phase == Phase::suspended) result_.state.phase = Phase::done;
       }
-      if (!st_.session.empty() && ctx_.store) {
-        append_to_session(*ctx_.store, ctx_.scope, st_, agent_.options().history_policy);
-      }
-    } catch (const std::exception& e) {
-      agentkit::detail::logger_or_null(ctx_.logger)
-          ->error("run '{}': saving its end state failed: {}", st_.run_id, e.what());
+      writer_->stop();  // its thread ends; the engine's destructor joins it
     }
+    ctx_.emit(RunFinished{result_.stop_reason, result_.output});
+    done_ = true;
   }
 
   // The context handed to work on the executor. It does not own the
@@ -464,6 +657,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // ------------------------------------------------------------ tools
 
   void start_batch() {
+    // The batch runs only once the checkpoint naming it is written: a crash
+    // must never leave a call's ledger record without the batch it belongs to.
+    if (writer_ && !writer_->idle()) return;
     std::vector<std::size_t> to_run;
     for (std::size_t i = 0; i < st_.batch.size(); ++i) {
       if (!st_.outcomes[i]) to_run.push_back(i);
@@ -678,7 +874,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   }
 
   void finish(StopReason reason, std::string error) {
-    if (done_) return;
+    if (done_ || ending_) return;
     // Calls in flight: a finished one keeps its result, a started one is
     // abandoned (outcome_unknown when side-effecting), one not started never
     // will be. Work still running holds its own state; the store is tidied
@@ -721,9 +917,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       result_.suspended = std::move(s);
     }
     persist_end(abandoned);
-    ctx_.emit(RunFinished{reason, result_.output});
-    result_.state = std::move(st_);  // the driver is done with it; no second copy of the history
-    done_ = true;
+    result_.state = std::move(st_);  // the engine is done with it; no second copy of the history
+    if (writer_ && writer_->behind(end_seq_)) {
+      // Done once the saves before the end are written: one refused means
+      // the run did not succeed (see complete_end).
+      ending_ = true;
+      return;
+    }
+    complete_end();
   }
 
   std::shared_ptr<const Agent> agent_owner_;  // shared with work in flight
@@ -741,6 +942,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
       agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));
   std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
+  std::unique_ptr<CheckpointWriter> writer_;  // set once the run is claimed
+  std::size_t sent_ = 0;                      // history messages handed to the writer
+  std::uint64_t end_seq_ = 0;                 // the writer's sequence number of the end save
+  bool ending_ = false;                       // finished; waiting for the writer to write the end
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
   std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()

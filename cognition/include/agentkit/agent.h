@@ -310,6 +310,16 @@ struct RunResult {
 // the machine as far as it can without waiting and returns true once done.
 // Events are queued and handed out by drain_events() on the host's thread.
 //
+// Durability: poll() never waits on storage. A durable run's checkpoints
+// are written in order by a writer thread of the run's own; a batch of tool
+// calls starts only once the checkpoint naming it is written, so a crash
+// loses at most the step in flight (which Agent::recover handles). A save
+// the store refuses stops the run `failed` at the next poll(), and a run
+// with a refused save never reports success. The end of a run is saved
+// last: it may still be in flight when poll() first returns true, and it is
+// in the store once wait() returns or the handle is destroyed. A host that
+// resumes or recovers the run by id in the same process calls wait() first.
+//
 // Ownership: a handle owns everything its run and the run's work in flight
 // need. At start the driver copies the Agent (name, model, prompt, options)
 // and shares its cognition, tools and invoker with the work on the executor,
@@ -338,7 +348,9 @@ class RunHandle {
    public:
     virtual ~Driver() = default;
     virtual bool poll() = 0;
-    virtual void wait() = 0;  // block until poll() can make progress, or the run is cancelled
+    // Blocks until poll() can make progress, or the run is cancelled; once
+    // the run is done, until its end is written to its store (if durable).
+    virtual void wait() = 0;
     virtual bool done() const = 0;
     virtual const RunResult& result() const = 0;
     virtual std::vector<Event> drain_events() = 0;

@@ -94,8 +94,10 @@ struct StepContext {
 // block (the engine runs model and tool calls, not the strategy) and MUST
 // keep everything they need to decide in `state`: a run is resumed and
 // recovered from its RunState alone, in another process, by a fresh
-// strategy object. A strategy MAY edit the history (append instructions or
-// repair messages) and RunState::repairs; the engine owns every other field.
+// strategy object. A strategy MAY append to the history (instructions,
+// repair messages) and set RunState::repairs; it MUST NOT change messages
+// already in the history (checkpoints send only what was appended). The
+// engine owns every other field.
 //
 // A strategy never sees an Approval: the engine alone mints them (it is the
 // ApprovalIssuer), for the calls of RunState::approved, the calls a human
@@ -117,6 +119,10 @@ struct StepContext {
 //   };
 class Strategy : public Cognition {
  public:
+  // So a strategy's own declarations can name them unqualified.
+  using Next = cognition::Next;
+  using StepContext = cognition::StepContext;
+
   // Before each model call, once the engine checked the model, the budget
   // and AgentOptions::max_iterations: the call to make (ask(call)), or any
   // other step instead of calling the model.
