@@ -40,7 +40,7 @@ struct ForecastServer {
         result = {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"tools", Json::object()}}},
                   {"serverInfo", {{"name", "forecast"}, {"version", "1"}}}};
       } else if (method == "tools/list") {
-        result = {{"tools", {{{"name", "forecast"}, {"description", "Weather forecast for a city."},
+        result = {{"tools", {{{"name", "forecast"}, {"description", "Weather forecast for a city, day by day."},
                               {"inputSchema", kInputSchema}}}}};
       } else if (method == "tools/call") {
         ++calls;
@@ -76,7 +76,7 @@ ToolArgumentError error_of(const ToolPtr& tool, const Json& arguments, bool run)
 TEST_CASE("Function, REST and MCP tools reject the same bad call with the same ToolArgumentError", "[validation]") {
   std::atomic<int> function_runs{0};
   ToolPtr function = agentkit::tool("forecast")
-                         .doc("Weather forecast for a city.")
+                         .doc("Weather forecast for a city, day by day.")
                          .side_effecting(false)
                          .params("city", "days")
                          .fn([&](const std::string&, int) {
