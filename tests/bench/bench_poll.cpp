@@ -84,7 +84,7 @@ Figures drive(const agentkit::Agent& agent, const std::shared_ptr<agentkit::stat
     if (done) {
       if (run->result().stop_reason != agentkit::StopReason::answered) {
         std::fprintf(stderr, "unexpected stop: %s %s\n", std::string(to_string(run->result().stop_reason)).c_str(),
-                     run->result().error.c_str());
+                     (run->result().failure ? run->result().failure->message : std::string()).c_str());
         std::exit(1);
       }
       ++f.runs;

@@ -403,7 +403,7 @@ TEST_CASE("the Agent and its tools may be destroyed right after start() while a 
   gate->release = true;
   REQUIRE(eventually([&] { return handle.poll(); }));
   CHECK(handle.result().stop_reason == StopReason::answered);
-  CHECK(tool_message(handle.result(), "c1").content.find("alive: probe") != std::string::npos);
+  CHECK(tool_message(handle.result(), "c1").text().find("alive: probe") != std::string::npos);
   CHECK_FALSE(*destroyed);
   { auto dropped = std::move(handle); }
   CHECK(*destroyed);  // the handle held the last reference

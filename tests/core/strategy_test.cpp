@@ -51,7 +51,7 @@ agentkit::ToolPtr counting_tool(std::string name, std::shared_ptr<std::atomic<in
 
 bool has_message(const std::vector<Message>& messages, Role role, const std::string& text) {
   return std::any_of(messages.begin(), messages.end(),
-                     [&](const Message& m) { return m.role == role && m.content == text; });
+                     [&](const Message& m) { return m.role == role && m.text() == text; });
 }
 
 const std::string kPlan = "1. move box A\n2. report";
@@ -89,7 +89,7 @@ TEST_CASE("plan-then-execute: one planning call without tools, then ReAct over t
     CHECK(has_message(requests[i].messages, Role::user, defaults.execute_instruction));
   }
   CHECK(requests[2].messages.back().role == Role::tool);
-  CHECK(requests[2].messages.back().content == "moved A");
+  CHECK(requests[2].messages.back().text() == "moved A");
 }
 
 TEST_CASE("plan-then-execute keeps ReAct's repairs: a bad call goes back to the model", "[strategy][plan]") {
@@ -108,7 +108,7 @@ TEST_CASE("plan-then-execute keeps ReAct's repairs: a bad call goes back to the 
   const auto last = llm->requests().at(2).messages.back();
   CHECK(last.role == Role::tool);
   CHECK(last.is_error);
-  CHECK(last.content.find("unknown tool 'teleport'") != std::string::npos);
+  CHECK(last.text().find("unknown tool 'teleport'") != std::string::npos);
 }
 
 TEST_CASE("plan-then-execute suspends for approval and resumes from the store without planning again",
@@ -141,7 +141,7 @@ TEST_CASE("plan-then-execute suspends for approval and resumes from the store wi
   REQUIRE(requests.size() == 1);
   CHECK(requests[0].tools == std::vector<std::string>{"move"});
   CHECK(has_message(requests[0].messages, Role::assistant, kPlan));
-  CHECK(requests[0].messages.back().content == "moved A");
+  CHECK(requests[0].messages.back().text() == "moved A");
 }
 
 TEST_CASE("plan-then-execute recovered after its plan was checkpointed does not plan again",
@@ -229,7 +229,7 @@ TEST_CASE("a strategy outside the library drives the same engine: calls, events,
   REQUIRE(history.size() == 5);
   CHECK(history[2].tool_call_id == "c1");
   CHECK(history[3].tool_call_id == "c2");
-  CHECK(history[4].content == "moved A; moved B");
+  CHECK(history[4].text() == "moved A; moved B");
   int started = 0, finished = 0;
   for (const auto& event : handle.drain_events()) {
     started += std::holds_alternative<agentkit::ToolCallStarted>(event);
@@ -247,6 +247,6 @@ TEST_CASE("a strategy's stop ends the run with its reason, and a refused call ne
   auto ctx = make_test_ctx({.llm = llm});
   auto result = agent.run("Move box 7", ctx);
   CHECK(result.stop_reason == StopReason::failed);
-  CHECK(result.error.rfind("a call failed: ", 0) == 0);
+  CHECK(result.failure.value().message.rfind("a call failed: ", 0) == 0);
   CHECK(*runs == 0);
 }

@@ -267,7 +267,7 @@ TEST_CASE("an unsupported setting fails the run at its first call, before any re
   auto run = run_agent(server, "anthropic", options);
   CHECK(run.result.stop_reason == StopReason::failed);
   REQUIRE(run.result.failure); CHECK(run.result.failure->code == ErrorCode::invalid_argument);
-  CHECK_THAT(run.result.error, Catch::Contains("Anthropic") && Catch::Contains("'seed'"));
+  CHECK_THAT(run.result.failure.value().message, Catch::Contains("Anthropic") && Catch::Contains("'seed'"));
   CHECK(run.requests.empty());
 }
 
@@ -306,7 +306,7 @@ TEST_CASE("a provider 400 about a setting surfaces as a clear invalid error", "[
   auto run = run_agent(server, "openai", options);
   CHECK(run.result.stop_reason == StopReason::failed);
   REQUIRE(run.result.failure); CHECK(run.result.failure->code == ErrorCode::invalid_argument);
-  CHECK_THAT(run.result.error, Catch::Contains("'temperature' does not support 0.2") && Catch::Contains("HTTP 400") &&
+  CHECK_THAT(run.result.failure.value().message, Catch::Contains("'temperature' does not support 0.2") && Catch::Contains("HTTP 400") &&
                                    Catch::Contains("param 'temperature'"));
   CHECK(run.requests.size() == 1);  // a 400 is not retried
 }
@@ -424,7 +424,7 @@ TEST_CASE("structured output, Anthropic: an agent tool named final_answer is ref
                    .fn([](const std::string& t) { return t; });
   auto run = run_agent(server, "anthropic", {.output = agentkit::output_type<Forecast>()}, {clash});
   CHECK(run.result.stop_reason == StopReason::failed);
-  CHECK_THAT(run.result.error, Catch::Contains("final_answer"));
+  CHECK_THAT(run.result.failure.value().message, Catch::Contains("final_answer"));
   CHECK(run.requests.empty());
 }
 

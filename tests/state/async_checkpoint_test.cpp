@@ -150,7 +150,7 @@ TEST_CASE("a refused asynchronous checkpoint stops the run at the next poll, bef
   store->refuse();
   const auto result = handle.wait();
   CHECK(result.stop_reason == StopReason::failed);
-  CHECK_THAT(result.error, Catch::Contains("checkpoint failed: disk full"));
+  CHECK_THAT(result.failure.value().message, Catch::Contains("checkpoint failed: disk full"));
   CHECK(*runs == 0);
   CHECK(llm->calls() == 1);
   // The store keeps the last checkpoint that was written: recoverable.
@@ -181,6 +181,6 @@ TEST_CASE("a run whose earlier checkpoint was refused does not report success, e
   store->hold(false);  // now the held save is refused
   const auto result = handle.wait();
   CHECK(result.stop_reason == StopReason::failed);
-  CHECK_THAT(result.error, Catch::Contains("checkpoint failed: disk full"));
+  CHECK_THAT(result.failure.value().message, Catch::Contains("checkpoint failed: disk full"));
   CHECK(result.state.stop_reason == StopReason::failed);
 }
