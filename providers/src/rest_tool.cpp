@@ -433,6 +433,7 @@ RestTool::RestTool(RestToolDefinition definition) : def_(std::move(definition)) 
   parameters["type"] = "object";
   parameters["properties"] = std::move(properties);
   if (!required.empty()) parameters["required"] = std::move(required);
+  parameters["additionalProperties"] = false;  // run() refuses unknown keys; the schema says so, and check_arguments agrees
   detail::ToolDraft draft;
   draft.spec.name = def_.name;
   draft.explicit_description = def_.description;

@@ -77,7 +77,7 @@ TEST_CASE("malformed parts are typed errors", "[parts]") {
   CHECK_THROWS_AS(part_from_json(Json{{"type", "image"}}), InvalidContent);
   CHECK_THROWS_WITH(part_from_json(Json{{"type", "hologram"}}), Catch::Contains("unknown type 'hologram'"));
   CHECK_THROWS_AS(part_from_json(Json{{"type", "text"}, {"text", 3}}), InvalidContent);
-  CHECK_THROWS_AS(message_from_json(Json{{"role", "user"}, {"content", 5}}), std::invalid_argument);
+  CHECK_THROWS_AS(message_from_json(Json{{"role", "user"}, {"content", 5}}), agentkit::Error);
 }
 
 TEST_CASE("sanitize_utf8 mends text parts and leaves binary data and signatures alone", "[parts]") {
