@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <agentkit/agent.h>
+#include <agentkit/state/keys.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
 
@@ -76,7 +77,7 @@ Terminal make_terminal(const OutputOptions& output) {
 }
 
 // Where the CLI remembers which definition a run was started from.
-std::string run_record_key(const std::string& run_id) { return state::scoped_key(Scope{}, "cli/runs/" + run_id); }
+std::string run_record_key(const std::string& run_id) { return state::keys::cli_run(Scope{}, run_id); }
 
 std::shared_ptr<state::Store> open_store(const OutputOptions& output) {
   const fs::path path = output.store.value_or(default_store_path());

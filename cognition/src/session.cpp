@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <agentkit/state/keys.h>
 #include <agentkit/state/store.h>
 
 namespace agentkit {
@@ -11,9 +12,7 @@ namespace {
 constexpr std::size_t kRememberedRuns = 64;  // run ids kept to make appends idempotent
 constexpr int kMaxAttempts = 32;             // compare-and-set retries under contention
 
-std::string session_key(const Scope& scope, std::string_view session) {
-  return state::scoped_key(scope, "sessions/" + std::string(session));
-}
+std::string session_key(const Scope& scope, std::string_view session) { return state::keys::session(scope, session); }
 
 std::vector<Message> messages_of(const Json& doc) {
   std::vector<Message> messages;

@@ -16,13 +16,11 @@
 #include <agentkit/invoker.h>
 #include <agentkit/messages.h>
 #include <agentkit/registry.h>
+#include <agentkit/run_state.h>
 #include <agentkit/schema.h>
+#include <agentkit/state/checkpoint.h>
 
 namespace agentkit {
-
-namespace state {
-class StoreLedger;  // <agentkit/state/ledger.h>
-}
 
 // StopReason: see <agentkit/events.h>.
 
@@ -55,222 +53,14 @@ struct Decision {
 // an InvalidDecision and nothing runs.
 using Decisions = std::map<std::string, Decision>;
 
-// Where the state machine stands. Serialisable at every step boundary.
-enum class Phase { ask_model, act, suspended, done };
-// "ask_model", "act", "suspended", "done".
-std::string_view to_string(Phase phase) noexcept;
-
-// Outcome of one call of the current batch, kept across a suspension.
-// Serialised with its status's name ("ok", "denied", "interrupted", ...).
-struct CallOutcome {
-  std::string text;
-  bool is_error = false;
-  CallStatus outcome = CallStatus::ok;  // ok, error, denied, outcome_unknown or interrupted
-  std::vector<ContentPart> parts;  // beside the text: what the tool returned (v4)
-};
-
-// The whole state of a run: what resume() needs, nothing process-bound.
-// Serialised as versioned JSON: this agentkit reads every earlier version and
-// refuses a newer one with a clear error.
-//
-// A state handed back to resume() is checked, never trusted: with a store
-// (RunContext::store) it must equal the run's stored checkpoint; without one
-// it must carry a valid `signature` made with RunContext::state_key. See
-// Agent::resume.
-struct RunState {
-  static constexpr int kVersion = 4;
-
-  std::string run_id;
-  std::string agent;
-  std::string task;
-  Phase phase = Phase::ask_model;
-  std::vector<Message> history;  // user task first; the prompt is the agent's; content parts (v4)
-  int iterations = 0;            // model calls made
-  int tool_calls = 0;            // calls sent to the invoker (v3; what metering() charges)
-  double cost_usd = 0;           // model calls' cost under AgentOptions::pricing (v3)
-  int repairs = 0;               // consecutive turns with a bad call
-  // The current batch (the last assistant message's calls) and the outcomes
-  // known so far, in call order.
-  std::vector<ToolCall> batch;
-  std::vector<std::optional<CallOutcome>> outcomes;
-  std::vector<std::string> pending;   // call ids awaiting a decision
-  std::vector<std::string> approved;  // call ids of the batch a human approved (v2)
-  // Call id -> the arguments the model proposed, for approved calls a human
-  // edited (the batch and the history hold the edited ones, as they run).
-  std::map<std::string, Json> proposed;
-  std::string session;                // the session this run continues, if any (v2)
-  int session_base = 0;               // history entries that came from the session (v2)
-  Usage usage;
-  StopReason stop_reason = StopReason::answered;
-  std::string output;
-  // Why the run stopped early (RunResult::failure). Serialised as "error"
-  // (the message), "error_code" (to_string of the code; v3, written only
-  // when set) and, when a provider gave details, "failure" (an optional
-  // object: model, http_status, retryable, retry_after_ms). A v1-v3
-  // document without a code reads back with the stop reason's code (see
-  // RunResult::failure), ErrorCode::internal for `failed`; the v3 provider
-  // names "invalid" and "permission" read as invalid_argument and
-  // permission_denied.
-  std::optional<Failure> failure;
-  // "hmac-sha256:<64 hex digits>": HMAC-SHA256 under RunContext::state_key
-  // of the rest of the document (its canonical_dump, this field left out).
-  // Set on RunResult::state when the context has a key; empty otherwise.
-  // Checkpoints in a store do not carry it.
-  std::string signature;
-  // The run's own RunOptions::model_settings (not the agent's), kept so a
-  // resumed or recovered run asks the model as the run started: resume()
-  // and recover() take no RunOptions. Optional in the document ("model_settings",
-  // written only when set), so v3 documents without it still load.
-  std::optional<ModelSettings> model_settings;
-
-  // The batch's calls awaiting a decision, in call order.
-  std::vector<ToolCall> pending_calls() const;
-
-  // A document whose dump() never throws: text that is not UTF-8 is
-  // replaced (see sanitize_utf8). "signature" is written when set.
-  Json to_json() const;
-  // Throws agentkit::Error (invalid_argument) for a malformed document or a
-  // newer version, and a JsonError (also invalid_argument) naming the field for a count
-  // or version that is not an integer in range (4294967297, 5.7e21, -1.5).
-  static RunState from_json(const Json& j);
-};
-
-// A durable run could not be started, resumed or recovered as asked. The
-// subclasses say why (their codes in brackets); a plain RunError is a new
-// run whose id is already in the store (already_exists).
-class RunError : public Error {
- public:
-  explicit RunError(const std::string& message, ErrorCode code = ErrorCode::already_exists) : Error(code, message) {}
-};
-// No checkpoint for that run id in the context's store (and scope). [not_found]
-class RunNotFound : public RunError {
- public:
-  explicit RunNotFound(const std::string& message) : RunError(message, ErrorCode::not_found) {}
-};
-// Another resume or recovery of the same run got there first, or the run is
-// no longer suspended. [aborted]
-class RunAlreadyResumed : public RunError {
- public:
-  explicit RunAlreadyResumed(const std::string& message) : RunError(message, ErrorCode::aborted) {}
-};
-// Decisions a resume cannot apply: one names a call id that is not pending
-// (a typo must not turn an approval into a rejection), or an edit's arguments
-// are not a valid call of the tool (what() carries the tool's
-// ToolArgumentError message). Thrown before anything runs or is saved: the
-// run stays suspended, to resume again with corrected decisions.
-// [invalid_argument]
-class InvalidDecision : public RunError {
- public:
-  InvalidDecision(std::string call_id, const std::string& problem)
-      : RunError("decision for call '" + call_id + "': " + problem, ErrorCode::invalid_argument),
-        call_id_(std::move(call_id)) {}
-  const std::string& call_id() const noexcept { return call_id_; }
-
- private:
-  std::string call_id_;
-};
-// A stored checkpoint is unreadable or was written by a newer agentkit.
-// [data_loss]
-class CheckpointError : public RunError {
- public:
-  explicit CheckpointError(const std::string& message) : RunError(message, ErrorCode::data_loss) {}
-};
-// A RunState handed to resume() failed its integrity check. Catch this to
-// handle both kinds below. [unauthenticated]
-class StateIntegrityError : public RunError {
- public:
-  explicit StateIntegrityError(const std::string& message) : RunError(message, ErrorCode::unauthenticated) {}
-};
-// The state differs from the run's stored checkpoint, or its signature does
-// not match its content under the context's state key: it was altered (or
-// signed with another key). Nothing ran.
-class StateTampered : public StateIntegrityError {
- public:
-  using StateIntegrityError::StateIntegrityError;
-};
-// The state cannot be checked: it has no signature, or the context has
-// neither a store nor a state key to check it with. Nothing ran.
-class StateUnsigned : public StateIntegrityError {
- public:
-  using StateIntegrityError::StateIntegrityError;
-};
-
-// Where a stored run's older history lies: its segments' names, in order,
-// and how many messages they hold.
-struct SealedHistory {
-  std::vector<std::string> segments;
-  std::size_t messages = 0;
-};
-
-// Where a durable run persists (a context with a store makes every run
-// durable): its RunState under "<scope>/runs/<run id>" at every step
-// boundary, and exactly-once records of its side-effecting calls under
-// "<scope>/ledger/<run id>/". Each save is a compare-and-set over the version
-// last seen, so two processes never both advance one run.
-//
-// History is append-only, so a save does not rewrite all of it: once the
-// messages not yet sealed exceed kSealBytes of JSON, they are written once as
-// a segment ("<scope>/run-history/<run id>#<n>-<writer>") and the run's
-// document lists its segments instead of carrying them. A save costs the
-// unsealed tail plus the segment list, however long the run.
-//
-// Binary content in history (an image or file part over kBlobBytes) is
-// stored once, content-addressed, as a blob
-// ("<scope>/run-blobs/<run id>/<sha256 hex of the bytes>", base64 text) and
-// the message refers to it by hash, so a camera frame is not rewritten into
-// every checkpoint. Loading checks each blob against its hash: a blob that
-// is missing or does not match is a CheckpointError naming it, never an
-// empty or altered image. (A RunState handed to a host, signed or not,
-// carries its parts inline.)
-class Checkpoint {
- public:
-  static constexpr std::size_t kSealBytes = 16 * 1024;
-  static constexpr std::size_t kBlobBytes = 4 * 1024;
-
-  // `version`: the stored version this run continues from (0: a new run);
-  // `sealed`: that version's sealed history.
-  Checkpoint(std::shared_ptr<state::Store> store, const Scope& scope, std::string run_id, std::int64_t version,
-             SealedHistory sealed = {});
-
-  // False when another writer advanced the run first; throws on store errors.
-  bool save(const RunState& state);
-  std::int64_t version() const noexcept { return version_; }
-  const std::string& run_id() const noexcept { return run_id_; }
-  // The ledger for this run's side-effecting calls.
-  std::shared_ptr<const CallLedger> ledger() const noexcept;
-  // Drops what a finished run no longer needs: its ledger records and, for a
-  // run continued from a stored version, history segments its document does
-  // not list (left by a process that crashed or lost a race).
-  void tidy() const;
-
- private:
-  void store_blobs(Json& messages);
-
-  std::shared_ptr<state::Store> store_;
-  std::string key_;
-  std::string segment_prefix_;  // "<scope>/run-history/<run id>#"
-  std::string blob_prefix_;     // "<scope>/run-blobs/<run id>/"
-  std::string writer_;          // unique per Checkpoint: a lost race never overwrites the winner's segment
-  std::string run_id_;
-  std::int64_t version_;
-  bool continued_;  // from a stored version: a crashed writer may have left strays
-  SealedHistory sealed_;
-  std::set<std::string> blobs_;  // blob keys this writer has stored
-  std::shared_ptr<const state::StoreLedger> ledger_;
-};
-
-// The stored state of a run, or nullopt. Throws CheckpointError when unreadable.
-std::optional<RunState> load_run(state::Store& store, const Scope& scope, std::string_view run_id);
-// Charges `budget` with what a stored run has spent so far: its model steps,
-// the tool calls it sent to the invoker, its tokens and its cost. Meant for a
-// fresh Budget in a process that resumes or recovers the run, so that
-// suspending and resuming cannot lift the run's limits. Wall time is not
-// carried over.
-void charge_spent(Budget& budget, const RunState& state);
-// Runs whose last checkpoint is mid-step (asking the model or acting): what a
-// restarted process recovers with Agent::recover(). Suspended and finished
-// runs are not listed.
-std::vector<std::string> interrupted_runs(state::Store& store, const Scope& scope);
+// RunState (with Phase and CallOutcome), charge_spent and the RunError
+// family: see <agentkit/run_state.h>. Checkpoint, SealedHistory, load_run
+// and interrupted_runs live in agentkit::state (<agentkit/state/checkpoint.h>)
+// and are named here too, as they always were.
+using state::Checkpoint;
+using state::interrupted_runs;
+using state::load_run;
+using state::SealedHistory;
 
 struct RunResult {
   StopReason stop_reason = StopReason::answered;

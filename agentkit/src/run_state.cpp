@@ -1,0 +1,216 @@
+#include <agentkit/run_state.h>
+
+#include <algorithm>
+
+#include <agentkit/detail/enum_table.h>
+#include <agentkit/detail/run_state_document.h>
+#include <agentkit/errors.h>
+#include <agentkit/json.h>
+
+namespace agentkit {
+namespace {
+
+constexpr EnumValue<Phase> kPhases[] = {
+    {Phase::ask_model, "ask_model"}, {Phase::act, "act"}, {Phase::suspended, "suspended"}, {Phase::done, "done"}};
+
+template <class E>
+E parse_enum(std::optional<E> value, const std::string& text, const char* what) {
+  if (!value) throw Error(ErrorCode::invalid_argument, std::string("run state: unknown ") + what + " '" + text + "'");
+  return *value;
+}
+
+// The code a stop reason implies when nothing more specific is known (a
+// document written before codes were).
+ErrorCode default_code(StopReason reason) noexcept {
+  switch (reason) {
+    case StopReason::budget_exhausted:
+    case StopReason::max_iterations: return ErrorCode::budget_exhausted;
+    case StopReason::cancelled: return ErrorCode::cancelled;
+    default: return ErrorCode::internal;
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(Phase phase) noexcept { return detail::enum_text(kPhases, phase); }
+
+std::vector<ToolCall> RunState::pending_calls() const {
+  std::vector<ToolCall> calls;
+  for (const auto& call : batch) {
+    if (std::find(pending.begin(), pending.end(), call.id) != pending.end()) calls.push_back(call);
+  }
+  return calls;
+}
+
+namespace detail {
+
+Json messages_json(const std::vector<Message>& messages, std::size_t from) {
+  Json out = Json::array();
+  for (std::size_t i = from; i < messages.size(); ++i) out.push_back(agentkit::to_json(messages[i]));
+  return out;
+}
+
+Json run_state_document(const RunState& s, Json history_json) {
+  Json batch_json = Json::array();
+  for (const auto& c : s.batch) batch_json.push_back(agentkit::to_json(c));
+  Json outcomes_json = Json::array();
+  for (const auto& o : s.outcomes) {
+    if (!o) {
+      outcomes_json.push_back(nullptr);
+      continue;
+    }
+    Json outcome = {{"text", o->text}, {"is_error", o->is_error}, {"outcome", to_string(o->outcome)}};
+    if (!o->parts.empty()) {
+      Json parts = Json::array();
+      for (const auto& part : o->parts) parts.push_back(agentkit::to_json(part));
+      outcome["parts"] = std::move(parts);
+    }
+    outcomes_json.push_back(std::move(outcome));
+  }
+  Json doc = {{"version", RunState::kVersion},
+               {"run_id", s.run_id},
+               {"agent", s.agent},
+               {"task", s.task},
+               {"phase", to_string(s.phase)},
+               {"history", std::move(history_json)},
+               {"iterations", s.iterations},
+               {"tool_calls", s.tool_calls},
+               {"cost_usd", s.cost_usd},
+               {"repairs", s.repairs},
+               {"batch", std::move(batch_json)},
+               {"outcomes", std::move(outcomes_json)},
+               {"pending", s.pending},
+               {"approved", s.approved},
+               {"proposed", s.proposed},
+               {"session", s.session},
+               {"session_base", s.session_base},
+               {"usage", agentkit::to_json(s.usage)},
+               {"stop_reason", to_string(s.stop_reason)},
+               {"output", s.output},
+               {"error", s.failure ? s.failure->message : std::string()}};
+  if (const auto& f = s.failure) {
+    doc["error_code"] = to_string(f->code);
+    Json details = Json::object();
+    if (!f->model.empty()) details["model"] = f->model;
+    if (f->http_status != 0) details["http_status"] = f->http_status;
+    if (f->retryable) details["retryable"] = true;
+    if (f->retry_after) details["retry_after_ms"] = f->retry_after->count();
+    if (!details.empty()) doc["failure"] = std::move(details);
+  }
+  if (s.model_settings) doc["model_settings"] = s.model_settings->to_json();
+  return doc;
+}
+
+}  // namespace detail
+
+Json RunState::to_json() const {
+  Json doc = detail::run_state_document(*this, detail::messages_json(history, 0));
+  if (!signature.empty()) doc["signature"] = signature;
+  // Text a host put in the state (a task, an edit) may not be UTF-8; what
+  // came from models and tools already is (see the run loop).
+  return sanitize_utf8(std::move(doc));
+}
+
+RunState RunState::from_json(const Json& j) {
+  try {
+    if (!j.is_object()) throw Error(ErrorCode::invalid_argument, "run state: expected an object");
+    const int version = json_integer<int>(j.at("version"), "run state: version");
+    if (version < 1) throw Error(ErrorCode::invalid_argument, "run state: version " + std::to_string(version) + " is not valid");
+    if (version > kVersion) {
+      throw Error(ErrorCode::invalid_argument, "run state: version " + std::to_string(version) +
+                                  " was written by a newer agentkit (this one reads up to " +
+                                  std::to_string(kVersion) + ")");
+    }
+    // A count: an int in range (never a float cast into one), not negative.
+    const auto count = [&](const char* key) {
+      const int n = json_integer<int>(j.at(key), std::string("run state: ") + key);
+      if (n < 0) throw Error(ErrorCode::invalid_argument, std::string("run state: ") + key + " is negative");
+      return n;
+    };
+    RunState s;
+    s.run_id = j.at("run_id").get<std::string>();
+    s.agent = j.at("agent").get<std::string>();
+    s.task = j.at("task").get<std::string>();
+    const auto phase = j.at("phase").get<std::string>();
+    s.phase = parse_enum(detail::enum_parse(kPhases, phase), phase, "phase");
+    for (const auto& m : j.at("history")) s.history.push_back(message_from_json(m));
+    s.iterations = count("iterations");
+    s.repairs = count("repairs");
+    for (const auto& c : j.at("batch")) s.batch.push_back(tool_call_from_json(c));
+    for (const auto& o : j.at("outcomes")) {
+      if (o.is_null()) {
+        s.outcomes.emplace_back();
+      } else {
+        const auto status = o.at("outcome").get<std::string>();
+        CallOutcome outcome{o.at("text").get<std::string>(), o.at("is_error").get<bool>(),
+                            parse_enum(call_status_from_string(status), status, "call outcome"), {}};
+        if (auto parts = o.find("parts"); parts != o.end()) {
+          for (const auto& part : *parts) outcome.parts.push_back(part_from_json(part));
+        }
+        s.outcomes.push_back(std::move(outcome));
+      }
+    }
+    if (s.outcomes.size() != s.batch.size()) throw Error(ErrorCode::invalid_argument, "run state: outcomes do not match the batch");
+    s.pending = j.at("pending").get<std::vector<std::string>>();
+    if (version >= 2) {
+      s.approved = j.at("approved").get<std::vector<std::string>>();
+      if (j.contains("proposed")) s.proposed = j.at("proposed").get<std::map<std::string, Json>>();
+      s.session = j.at("session").get<std::string>();
+      s.session_base = json_integer<int>(j.at("session_base"), "run state: session_base");
+      if (s.session_base < 0 || static_cast<std::size_t>(s.session_base) > s.history.size()) {
+        throw Error(ErrorCode::invalid_argument, "run state: session_base is out of range");
+      }
+    }
+    if (version >= 3) {
+      s.tool_calls = count("tool_calls");
+      s.cost_usd = j.at("cost_usd").get<double>();
+    }
+    s.usage = usage_from_json(j.at("usage"));
+    const auto stop_reason = j.at("stop_reason").get<std::string>();
+    s.stop_reason = parse_enum(stop_reason_from_string(stop_reason), stop_reason, "stop reason");
+    s.output = j.at("output").get<std::string>();
+    s.signature = j.value("signature", std::string());
+    auto error = j.at("error").get<std::string>();
+    const auto code = j.find("error_code");
+    if (s.stop_reason != StopReason::answered && s.stop_reason != StopReason::suspended) {
+      Failure f{.code = default_code(s.stop_reason), .message = std::move(error)};
+      if (code != j.end()) {
+        // v3 wrote the providers' own names for two codes.
+        const auto name = code->get<std::string>();
+        const auto legacy = name == "invalid" ? std::optional(ErrorCode::invalid_argument)
+                            : name == "permission" ? std::optional(ErrorCode::permission_denied)
+                                                   : error_code_from_string(name);
+        f.code = parse_enum(legacy, name, "error code");
+      }
+      if (auto details = j.find("failure"); details != j.end()) {
+        f.model = details->value("model", std::string());
+        f.http_status = json_integer<int>(details->value("http_status", Json(0)), "run state: failure.http_status");
+        f.retryable = details->value("retryable", false);
+        if (details->contains("retry_after_ms")) {
+          f.retry_after = std::chrono::milliseconds(
+              json_integer<std::int64_t>(details->at("retry_after_ms"), "run state: failure.retry_after_ms"));
+        }
+      }
+      s.failure = std::move(f);
+    }
+    if (auto settings = j.find("model_settings"); settings != j.end()) {
+      try {
+        s.model_settings = ModelSettings::from_json(*settings);
+      } catch (const ModelSettingsError& e) {
+        throw Error(ErrorCode::invalid_argument, std::string("run state: ") + e.what());
+      }
+    }
+    return s;
+  } catch (const Json::exception& e) {
+    throw Error(ErrorCode::invalid_argument, std::string("run state: malformed document: ") + e.what());
+  }
+}
+
+void charge_spent(Budget& budget, const RunState& state) {
+  for (int i = 0; i < state.iterations; ++i) budget.charge_model_step();
+  budget.charge_tool_calls(state.tool_calls);
+  budget.charge_tokens(state.usage);
+  budget.charge_cost(state.cost_usd);
+}
+
+}  // namespace agentkit
