@@ -19,6 +19,8 @@
 #include <agentkit/invoker.h>
 #include <agentkit/session.h>
 
+#include "checkpoint_writer.h"
+
 namespace agentkit::cognition {
 namespace {
 
@@ -124,142 +126,6 @@ struct CallSlot {
     if (stage.compare_exchange_strong(expected, skipped)) return skipped;
     return static_cast<Stage>(expected);
   }
-};
-
-// Writes a durable run's checkpoints off the host's thread, on a thread of
-// its own, in the order they were queued. The host hands it each state
-// without its history and only the messages appended since the last save
-// (the history is append-only after the run is claimed), so queuing a save
-// costs the host the new messages, not the run's length. After a failed or
-// lost save nothing more is written: the store keeps the last checkpoint
-// that succeeded, and failure() says why until the engine stops the run.
-class CheckpointWriter {
- public:
-  struct Save {
-    RunState state;               // history left empty
-    std::size_t from = 0;         // the history's length before `appended`
-    std::vector<Message> appended;
-  };
-
-  CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::vector<Message> history)
-      : checkpoint_(std::move(checkpoint)), history_(std::move(history)), thread_([this] { loop(); }) {}
-
-  ~CheckpointWriter() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();  // queued saves are written first
-  }
-
-  using After = std::function<void(const std::optional<std::string>& problem, const RunState& state)>;
-  // Queues a save and returns its sequence number (1, 2, ...). `after`
-  // (optional) runs on the writer once the save is done, with why it failed
-  // (nullopt: it was written). After a failure the rest is skipped.
-  std::uint64_t save(Save save, After after = nullptr) {
-    std::uint64_t seq = 0;
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back({std::move(save), std::move(after)});
-      seq = ++queued_;
-    }
-    cv_.notify_all();
-    return seq;
-  }
-  // Lets the thread end once the queue is written, without waiting for it.
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-  }
-  // Every queued save is written (or skipped after a failure).
-  bool idle() const {
-    std::lock_guard lock(mutex_);
-    return written_ == queued_;
-  }
-  // Saves queued before save number `seq` are not all done yet.
-  bool behind(std::uint64_t seq) const {
-    std::lock_guard lock(mutex_);
-    return written_ + 1 < seq;
-  }
-  // Blocks up to `max` (nullopt: as long as it takes) until idle.
-  void wait_idle(std::optional<std::chrono::milliseconds> max) const {
-    std::unique_lock lock(mutex_);
-    const auto idle = [&] { return written_ == queued_; };
-    if (max) {
-      done_cv_.wait_for(lock, *max, idle);
-    } else {
-      done_cv_.wait(lock, idle);
-    }
-  }
-  // The first failed or lost save: why, its code (aborted: another writer
-  // advanced the run), and its sequence number.
-  struct Refusal {
-    std::string problem;
-    ErrorCode code = ErrorCode::internal;
-    std::uint64_t seq = 0;
-  };
-  std::optional<Refusal> failure() const {
-    std::lock_guard lock(mutex_);
-    return failure_;
-  }
-
- private:
-  struct Job {
-    Save save;
-    After after;
-  };
-
-  void loop() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything is written
-      Job job = std::move(queue_.front());
-      queue_.pop_front();
-      const bool skip = failure_.has_value();
-      lock.unlock();
-      std::optional<std::string> problem;
-      ErrorCode code = ErrorCode::internal;
-      if (!skip) {
-        RunState& state = job.save.state;
-        if (job.save.from > history_.size()) job.save.from = history_.size();
-        history_.resize(job.save.from);
-        for (auto& m : job.save.appended) history_.push_back(std::move(m));
-        state.history = std::move(history_);
-        try {
-          if (!checkpoint_->save(state)) {
-            problem = "run '" + state.run_id + "' was taken over by another process; this one stopped advancing it";
-            code = ErrorCode::aborted;
-          }
-        } catch (const std::exception& e) {
-          problem = std::string("checkpoint failed: ") + e.what();
-          code = failure_of(std::current_exception()).code;
-        }
-        if (job.after) job.after(problem, state);
-        history_ = std::move(state.history);
-      }
-      lock.lock();
-      ++written_;
-      if (problem && !failure_) failure_ = Refusal{std::move(*problem), code, written_};
-      done_cv_.notify_all();
-    }
-  }
-
-  std::shared_ptr<Checkpoint> checkpoint_;
-  std::vector<Message> history_;  // the run's history as last saved (touched by the writer thread only)
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  mutable std::condition_variable done_cv_;
-  std::deque<Job> queue_;
-  std::uint64_t queued_ = 0;
-  std::uint64_t written_ = 0;
-  std::optional<Refusal> failure_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: started once everything above exists
 };
 
 // The run engine: one per run. It keeps its own copy of the agent, and
