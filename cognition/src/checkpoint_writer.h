@@ -1,29 +1,45 @@
 #pragma once
-// Internal to the engine (cognition/src): the writer of a durable run's
+// Internal to the engine (cognition/src): the writer of durable runs'
 // checkpoints, off the host's thread.
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <agentkit/agent.h>
 #include <agentkit/error.h>
 
+namespace agentkit::state {
+class Store;
+}
+
 namespace agentkit::cognition {
 
-// Writes a durable run's checkpoints off the host's thread, on a thread of
-// its own, in the order they were queued. The host hands it each state
-// without its history and only the messages appended since the last save
-// (the history is append-only after the run is claimed), so queuing a save
-// costs the host the new messages, not the run's length. After a failed or
-// lost save nothing more is written: the store keeps the last checkpoint
-// that succeeded, and failure() says why until the engine stops the run.
+class StoreWriter;
+
+// Writes one durable run's checkpoints off the host's thread, in the order
+// they were queued. The thread is the store's: every run checkpointing to
+// the same Store object (in this process) shares one writer thread, which
+// takes the runs with saves queued in turn, one save each, so a run never
+// waits for another run's whole queue and thousands of durable runs do not
+// mean thousands of threads. Runs on different stores never share a thread
+// nor wait on each other. The thread ends when the last run on its store
+// drops its writer.
+//
+// The host hands it each state without its history and only the messages
+// appended since the last save (the history is append-only after the run is
+// claimed), so queuing a save costs the host the new messages, not the
+// run's length. After a failed or lost save nothing more is written for
+// that run: the store keeps the last checkpoint that succeeded, and
+// failure() says why until the engine stops the run. Other runs on the
+// store go on.
+//
+// One host thread drives a CheckpointWriter (the engine's); the queries
+// (idle, behind, failure) take no lock unless a save failed.
 class CheckpointWriter {
  public:
   struct Save {
@@ -32,16 +48,21 @@ class CheckpointWriter {
     std::vector<Message> appended;
   };
 
-  CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::vector<Message> history);
-  ~CheckpointWriter();  // queued saves are written first
+  // `store`: the store `checkpoint` writes to, which picks the thread (null:
+  // a thread of this run's own).
+  CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::vector<Message> history,
+                   const std::shared_ptr<state::Store>& store);
+  ~CheckpointWriter();  // waits until this run's queued saves are written
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   using After = std::function<void(const std::optional<std::string>& problem, const RunState& state)>;
   // Queues a save and returns its sequence number (1, 2, ...). `after`
   // (optional) runs on the writer once the save is done, with why it failed
   // (nullopt: it was written). After a failure the rest is skipped.
   std::uint64_t save(Save save, After after = nullptr);
-  // Lets the thread end once the queue is written, without waiting for it.
-  void stop();
+  // No more saves come; nothing to wait for (the destructor waits).
+  void stop() {}
   // Every queued save is written (or skipped after a failure).
   bool idle() const;
   // Saves queued before save number `seq` are not all done yet.
@@ -57,25 +78,12 @@ class CheckpointWriter {
   };
   std::optional<Refusal> failure() const;
 
+  struct Lane;  // one run's queue on its store's writer
+
  private:
-  struct Job {
-    Save save;
-    After after;
-  };
-
-  void loop();
-
-  std::shared_ptr<Checkpoint> checkpoint_;
-  std::vector<Message> history_;  // the run's history as last saved (touched by the writer thread only)
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  mutable std::condition_variable done_cv_;
-  std::deque<Job> queue_;
-  std::uint64_t queued_ = 0;
-  std::uint64_t written_ = 0;
-  std::optional<Refusal> failure_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: started once everything above exists
+  std::shared_ptr<StoreWriter> writer_;
+  std::shared_ptr<Lane> lane_;
+  std::uint64_t queued_ = 0;  // saves queued (the host's thread only)
 };
 
 }  // namespace agentkit::cognition

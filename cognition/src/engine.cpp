@@ -92,8 +92,9 @@ struct Pending {
 };
 
 struct ModelSlot {
-  // Owned copies for calls that may outlive the engine on a worker thread.
-  std::vector<Message> messages;
+  // Owned copies for calls that may outlive the engine on a worker thread
+  // (the history is shared with the engine's next calls: see model_history()).
+  std::shared_ptr<const std::vector<Message>> messages;
   std::vector<const ToolSpec*> tools;
   std::optional<std::string> system;  // the strategy's prompt for this call, if not the agent's
   ModelResponse response;
@@ -263,7 +264,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (checkpoint_->version() == 0) throw RunError("a run with id '" + st_.run_id + "' already exists in the store");
       throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
     }
-    writer_ = std::make_unique<CheckpointWriter>(checkpoint_, st_.history);
+    writer_ = std::make_unique<CheckpointWriter>(checkpoint_, st_.history, ctx_.store);
     sent_ = st_.history.size();
   }
 
@@ -283,8 +284,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // Queues a save of the state at a step boundary; poll() never waits for
   // it. A save the store refuses stops the run at the next poll().
+  // Nothing once the run is ending: its end save is queued, and the state
+  // has moved to the result.
   void checkpoint() {
-    if (writer_) writer_->save(snapshot());
+    if (writer_ && !ending_) writer_->save(snapshot());
   }
 
   // The final save, the cleanup and the session update of a run that is
@@ -402,7 +405,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       return;
     }
-    model_slot_->messages = st_.history;
+    model_slot_->messages = model_history();
     model_slot_->tools.assign(tools.begin(), tools.end());
     pending_ = std::make_shared<Pending>();
     pending_->add(1);
@@ -411,7 +414,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
                       agent = agent_owner_, output_schema, settings = settings_]() mutable {
       const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
-      ModelRequest request{agent->model(), system, slot->messages, slot->tools, output_schema, settings.get()};
+      ModelRequest request{agent->model(), system, *slot->messages, slot->tools, output_schema, settings.get()};
       try {
         slot->response = model->complete(request, ctx);
       } catch (...) {
@@ -419,6 +422,23 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       pending->finish_one();
     });
+  }
+
+  // The history for a model call on the executor: the engine's copy, brought
+  // up to date by appending what was added since the last call (the history
+  // is append-only), so a step does not copy the whole history. Only called
+  // once the last call's work is done (nothing reads the copy meanwhile); a
+  // call still running when the run ended keeps its copy, and the engine
+  // makes no more.
+  std::shared_ptr<const std::vector<Message>> model_history() {
+    if (!model_history_ || model_history_->size() > st_.history.size()) {
+      model_history_ = std::make_shared<std::vector<Message>>(st_.history);
+    } else {
+      model_history_->insert(model_history_->end(),
+                             st_.history.begin() + static_cast<std::ptrdiff_t>(model_history_->size()),
+                             st_.history.end());
+    }
+    return model_history_;
   }
 
   void collect_model() {
@@ -814,6 +834,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   bool ending_ = false;                       // finished; waiting for the writer to write the end
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
+  std::shared_ptr<std::vector<Message>> model_history_;  // see model_history()
   std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()
   std::shared_ptr<std::vector<CallSlot>> calls_;
   std::vector<std::size_t> call_index_;
