@@ -19,6 +19,8 @@
 #include <agentkit/invoker.h>
 #include <agentkit/session.h>
 
+#include "checkpoint_writer.h"
+
 namespace agentkit::cognition {
 namespace {
 
@@ -90,8 +92,9 @@ struct Pending {
 };
 
 struct ModelSlot {
-  // Owned copies for calls that may outlive the engine on a worker thread.
-  std::vector<Message> messages;
+  // Owned copies for calls that may outlive the engine on a worker thread
+  // (the history is shared with the engine's next calls: see model_history()).
+  std::shared_ptr<const std::vector<Message>> messages;
   std::vector<const ToolSpec*> tools;
   std::optional<std::string> system;  // the strategy's prompt for this call, if not the agent's
   ModelResponse response;
@@ -124,142 +127,6 @@ struct CallSlot {
     if (stage.compare_exchange_strong(expected, skipped)) return skipped;
     return static_cast<Stage>(expected);
   }
-};
-
-// Writes a durable run's checkpoints off the host's thread, on a thread of
-// its own, in the order they were queued. The host hands it each state
-// without its history and only the messages appended since the last save
-// (the history is append-only after the run is claimed), so queuing a save
-// costs the host the new messages, not the run's length. After a failed or
-// lost save nothing more is written: the store keeps the last checkpoint
-// that succeeded, and failure() says why until the engine stops the run.
-class CheckpointWriter {
- public:
-  struct Save {
-    RunState state;               // history left empty
-    std::size_t from = 0;         // the history's length before `appended`
-    std::vector<Message> appended;
-  };
-
-  CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::vector<Message> history)
-      : checkpoint_(std::move(checkpoint)), history_(std::move(history)), thread_([this] { loop(); }) {}
-
-  ~CheckpointWriter() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();  // queued saves are written first
-  }
-
-  using After = std::function<void(const std::optional<std::string>& problem, const RunState& state)>;
-  // Queues a save and returns its sequence number (1, 2, ...). `after`
-  // (optional) runs on the writer once the save is done, with why it failed
-  // (nullopt: it was written). After a failure the rest is skipped.
-  std::uint64_t save(Save save, After after = nullptr) {
-    std::uint64_t seq = 0;
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back({std::move(save), std::move(after)});
-      seq = ++queued_;
-    }
-    cv_.notify_all();
-    return seq;
-  }
-  // Lets the thread end once the queue is written, without waiting for it.
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-  }
-  // Every queued save is written (or skipped after a failure).
-  bool idle() const {
-    std::lock_guard lock(mutex_);
-    return written_ == queued_;
-  }
-  // Saves queued before save number `seq` are not all done yet.
-  bool behind(std::uint64_t seq) const {
-    std::lock_guard lock(mutex_);
-    return written_ + 1 < seq;
-  }
-  // Blocks up to `max` (nullopt: as long as it takes) until idle.
-  void wait_idle(std::optional<std::chrono::milliseconds> max) const {
-    std::unique_lock lock(mutex_);
-    const auto idle = [&] { return written_ == queued_; };
-    if (max) {
-      done_cv_.wait_for(lock, *max, idle);
-    } else {
-      done_cv_.wait(lock, idle);
-    }
-  }
-  // The first failed or lost save: why, its code (aborted: another writer
-  // advanced the run), and its sequence number.
-  struct Refusal {
-    std::string problem;
-    ErrorCode code = ErrorCode::internal;
-    std::uint64_t seq = 0;
-  };
-  std::optional<Refusal> failure() const {
-    std::lock_guard lock(mutex_);
-    return failure_;
-  }
-
- private:
-  struct Job {
-    Save save;
-    After after;
-  };
-
-  void loop() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything is written
-      Job job = std::move(queue_.front());
-      queue_.pop_front();
-      const bool skip = failure_.has_value();
-      lock.unlock();
-      std::optional<std::string> problem;
-      ErrorCode code = ErrorCode::internal;
-      if (!skip) {
-        RunState& state = job.save.state;
-        if (job.save.from > history_.size()) job.save.from = history_.size();
-        history_.resize(job.save.from);
-        for (auto& m : job.save.appended) history_.push_back(std::move(m));
-        state.history = std::move(history_);
-        try {
-          if (!checkpoint_->save(state)) {
-            problem = "run '" + state.run_id + "' was taken over by another process; this one stopped advancing it";
-            code = ErrorCode::aborted;
-          }
-        } catch (const std::exception& e) {
-          problem = std::string("checkpoint failed: ") + e.what();
-          code = failure_of(std::current_exception()).code;
-        }
-        if (job.after) job.after(problem, state);
-        history_ = std::move(state.history);
-      }
-      lock.lock();
-      ++written_;
-      if (problem && !failure_) failure_ = Refusal{std::move(*problem), code, written_};
-      done_cv_.notify_all();
-    }
-  }
-
-  std::shared_ptr<Checkpoint> checkpoint_;
-  std::vector<Message> history_;  // the run's history as last saved (touched by the writer thread only)
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  mutable std::condition_variable done_cv_;
-  std::deque<Job> queue_;
-  std::uint64_t queued_ = 0;
-  std::uint64_t written_ = 0;
-  std::optional<Refusal> failure_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: started once everything above exists
 };
 
 // The run engine: one per run. It keeps its own copy of the agent, and
@@ -397,7 +264,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (checkpoint_->version() == 0) throw RunError("a run with id '" + st_.run_id + "' already exists in the store");
       throw RunAlreadyResumed("run '" + st_.run_id + "' was resumed or recovered by another caller first");
     }
-    writer_ = std::make_unique<CheckpointWriter>(checkpoint_, st_.history);
+    writer_ = std::make_unique<CheckpointWriter>(checkpoint_, st_.history, ctx_.store);
     sent_ = st_.history.size();
   }
 
@@ -417,8 +284,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // Queues a save of the state at a step boundary; poll() never waits for
   // it. A save the store refuses stops the run at the next poll().
+  // Nothing once the run is ending: its end save is queued, and the state
+  // has moved to the result.
   void checkpoint() {
-    if (writer_) writer_->save(snapshot());
+    if (writer_ && !ending_) writer_->save(snapshot());
   }
 
   // The final save, the cleanup and the session update of a run that is
@@ -536,7 +405,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       return;
     }
-    model_slot_->messages = st_.history;
+    model_slot_->messages = model_history();
     model_slot_->tools.assign(tools.begin(), tools.end());
     pending_ = std::make_shared<Pending>();
     pending_->add(1);
@@ -545,7 +414,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
                       agent = agent_owner_, output_schema, settings = settings_]() mutable {
       const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
-      ModelRequest request{agent->model(), system, slot->messages, slot->tools, output_schema, settings.get()};
+      ModelRequest request{agent->model(), system, *slot->messages, slot->tools, output_schema, settings.get()};
       try {
         slot->response = model->complete(request, ctx);
       } catch (...) {
@@ -553,6 +422,23 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       pending->finish_one();
     });
+  }
+
+  // The history for a model call on the executor: the engine's copy, brought
+  // up to date by appending what was added since the last call (the history
+  // is append-only), so a step does not copy the whole history. Only called
+  // once the last call's work is done (nothing reads the copy meanwhile); a
+  // call still running when the run ended keeps its copy, and the engine
+  // makes no more.
+  std::shared_ptr<const std::vector<Message>> model_history() {
+    if (!model_history_ || model_history_->size() > st_.history.size()) {
+      model_history_ = std::make_shared<std::vector<Message>>(st_.history);
+    } else {
+      model_history_->insert(model_history_->end(),
+                             st_.history.begin() + static_cast<std::ptrdiff_t>(model_history_->size()),
+                             st_.history.end());
+    }
+    return model_history_;
   }
 
   void collect_model() {
@@ -948,6 +834,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   bool ending_ = false;                       // finished; waiting for the writer to write the end
   std::shared_ptr<Pending> pending_;
   std::shared_ptr<ModelSlot> model_slot_;
+  std::shared_ptr<std::vector<Message>> model_history_;  // see model_history()
   std::unique_ptr<PendingCompletion> in_flight_;  // a model call advanced from poll()
   std::shared_ptr<std::vector<CallSlot>> calls_;
   std::vector<std::size_t> call_index_;

@@ -7,8 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
@@ -183,4 +188,159 @@ TEST_CASE("a run whose earlier checkpoint was refused does not report success, e
   CHECK(result.stop_reason == StopReason::failed);
   CHECK_THAT(result.failure.value().message, Catch::Contains("checkpoint failed: disk full"));
   CHECK(result.state.stop_reason == StopReason::failed);
+}
+
+namespace {
+
+// Threads writing checkpoints now (the store writers name theirs), or -1
+// where /proc/self/task cannot tell.
+int writer_threads() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::directory_iterator tasks("/proc/self/task", ec);
+  if (ec) return -1;
+  int n = 0;
+  for (const auto& task : tasks) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "agentkit-ckpt") ++n;
+  }
+  return n;
+}
+
+// Records every run document's phases by key; refuses the writes of runs
+// whose id starts with `refused`, and holds every write while held.
+class RecordingStore final : public agentkit::state::Store {
+ public:
+  explicit RecordingStore(std::string refused = "\x01") : refused_(std::move(refused)) {}
+  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_.get(key); }
+  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
+    return inner_.put(key, std::move(value), ttl);
+  }
+  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
+                                              Ttl ttl) override {
+    const auto at = key.find("runs/");
+    if (at == std::string_view::npos) return inner_.compare_and_set(key, expected, std::move(value), ttl);
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return !hold_; });
+      const bool first = phases_.find(std::string(key)) == phases_.end();
+      if (!first && key.substr(at + 5).starts_with(refused_)) throw agentkit::state::StoreError("disk full");
+      phases_[std::string(key)].push_back(Json::parse(value).at("phase").get<std::string>());
+    }
+    return inner_.compare_and_set(key, expected, std::move(value), ttl);
+  }
+  bool erase(std::string_view key) override { return inner_.erase(key); }
+  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
+    return inner_.list(prefix);
+  }
+
+  void hold(bool on) {
+    {
+      std::lock_guard lock(mutex_);
+      hold_ = on;
+    }
+    cv_.notify_all();
+  }
+  std::map<std::string, std::vector<std::string>> phases() {
+    std::lock_guard lock(mutex_);
+    return phases_;
+  }
+  // The phases written for run `id`, in order.
+  std::vector<std::string> phases_of(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    for (const auto& entry : phases_) {
+      if (entry.first.ends_with("runs/" + std::string(id))) return entry.second;
+    }
+    return {};
+  }
+
+ private:
+  agentkit::state::InMemoryStore inner_;
+  std::string refused_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  std::map<std::string, std::vector<std::string>> phases_;
+};
+
+}  // namespace
+
+TEST_CASE("200 concurrent durable runs on one store share one writer thread, each run's saves in order",
+          "[durable][async]") {
+  if (writer_threads() < 0) {
+    WARN("skipped: /proc/self/task is not readable here, so writer threads cannot be counted");
+    return;
+  }
+  auto store = std::make_shared<RecordingStore>();
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  Agent agent("clerk", "fake", "You take notes.", react({note_tool(runs)}));
+  constexpr int kRuns = 200;
+  std::vector<agentkit::RunHandle> handles;
+  std::vector<agentkit::RunContext> contexts;
+  for (int i = 0; i < kRuns; ++i) {
+    auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "note", {{"what", std::to_string(i)}})}},
+                                Turn{.content = "noted " + std::to_string(i)}});
+    contexts.push_back(make_test_ctx({.llm = llm, .store = store}));
+    handles.push_back(agent.start("take a note", contexts.back(), {.run_id = "r" + std::to_string(i)}));
+  }
+  int most_threads = writer_threads();
+  const auto deadline = Clock::now() + 60s;
+  for (bool all_done = false; !all_done;) {
+    REQUIRE(Clock::now() < deadline);
+    all_done = true;
+    for (auto& handle : handles) all_done = handle.poll() && all_done;
+    most_threads = std::max(most_threads, writer_threads());
+    if (!all_done) std::this_thread::sleep_for(1ms);
+  }
+  CHECK(most_threads == 1);  // one per run would be 200
+  CHECK(*runs == kRuns);
+  for (int i = 0; i < kRuns; ++i) {
+    handles[i].wait();  // the end is in the store
+    const auto& result = handles[i].result();
+    CHECK(result.stop_reason == StopReason::answered);
+    CHECK(result.output == "noted " + std::to_string(i));
+    auto stored = agentkit::load_run(*store, contexts[i].scope, "r" + std::to_string(i));
+    REQUIRE(stored);
+    CHECK(stored->phase == agentkit::Phase::done);
+    CHECK(stored->history == result.state.history);
+  }
+  for (const auto& entry : store->phases()) {
+    CHECK(entry.second == std::vector<std::string>{"ask_model", "act", "ask_model", "done"});
+  }
+  CHECK(store->phases().size() == kRuns);
+  handles.clear();
+  CHECK(writer_threads() == 0);  // the last run on the store ended its writer
+}
+
+TEST_CASE("runs on different stores do not wait on each other's writer; a refused save fails only its own run",
+          "[durable][async]") {
+  auto held = std::make_shared<RecordingStore>();
+  auto free = std::make_shared<RecordingStore>("bad");
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  Agent agent("clerk", "fake", "You take notes.", react({note_tool(runs)}));
+  const auto script = [] {
+    return FakeLLM::script({Turn{.tool_calls = {call("c1", "note", {{"what", "a"}})}}, Turn{.content = "noted"}});
+  };
+  auto held_ctx = make_test_ctx({.llm = script(), .store = held});
+  auto held_run = agent.start("take a note", held_ctx, {.run_id = "slow"});
+  held->hold(true);  // its writer blocks in the store from its next save on
+  for (int i = 0; i < 5; ++i) held_run.poll();
+
+  auto good_ctx = make_test_ctx({.llm = script(), .store = free});
+  auto bad_ctx = make_test_ctx({.llm = script(), .store = free});
+  auto good = agent.start("take a note", good_ctx, {.run_id = "good"});
+  auto bad = agent.start("take a note", bad_ctx, {.run_id = "bad"});
+  const auto good_result = good.wait();  // would hang if it waited for the held store's writer
+  const auto bad_result = bad.wait();
+  CHECK(good_result.stop_reason == StopReason::answered);
+  CHECK(bad_result.stop_reason == StopReason::failed);
+  CHECK_THAT(bad_result.failure.value().message, Catch::Contains("checkpoint failed: disk full"));
+  CHECK(free->phases_of("good") == std::vector<std::string>{"ask_model", "act", "ask_model", "done"});
+  CHECK_FALSE(held_run.done());
+
+  held->hold(false);
+  CHECK(held_run.wait().stop_reason == StopReason::answered);
+  CHECK(held->phases_of("slow") == std::vector<std::string>{"ask_model", "act", "ask_model", "done"});
 }

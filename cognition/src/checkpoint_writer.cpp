@@ -1,0 +1,227 @@
+#include "checkpoint_writer.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace agentkit::cognition {
+
+struct CheckpointWriter::Lane {
+  struct Job {
+    Save save;
+    After after;
+  };
+
+  explicit Lane(std::shared_ptr<Checkpoint> c, std::vector<Message> h)
+      : checkpoint(std::move(c)), history(std::move(h)) {}
+
+  std::shared_ptr<Checkpoint> checkpoint;
+  std::vector<Message> history;  // the run's history as last saved (the writer thread only)
+  // Under the store writer's mutex:
+  std::deque<Job> queue;
+  bool scheduled = false;  // in the writer's turn list, or being written
+  int waiters = 0;         // hosts blocked in wait_idle or the destructor
+  std::condition_variable done_cv;
+  std::optional<Refusal> refusal;
+  // Read by the host without the lock; stored (release) under it, after
+  // what they publish.
+  std::atomic<std::uint64_t> written{0};  // saves done (written or skipped)
+  std::atomic<bool> failed{false};        // `refusal` is set
+};
+
+// The thread writing the checkpoints of every run on one store, one save
+// per run with saves queued in turn (round robin), so each run's saves stay
+// in order and no run waits for another's whole queue.
+class StoreWriter {
+ public:
+  using Lane = CheckpointWriter::Lane;
+
+  explicit StoreWriter(std::shared_ptr<state::Store> store) : store_(std::move(store)), thread_([this] { loop(); }) {
+#ifdef __linux__
+    ::pthread_setname_np(thread_.native_handle(), "agentkit-ckpt");
+#endif
+  }
+
+  ~StoreWriter() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    // Every lane is gone (each held this writer), so the queue is empty and
+    // the thread ends at once. Never joined from itself: a job's captures
+    // never own a run's writer, but if one did the thread just ends.
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+  }
+
+  void push(const std::shared_ptr<Lane>& lane, Lane::Job job) {
+    bool wake = false;
+    {
+      std::lock_guard lock(mutex_);
+      lane->queue.push_back(std::move(job));
+      if (!lane->scheduled) {
+        lane->scheduled = true;
+        turns_.push_back(lane);
+        wake = sleeping_;
+      }
+    }
+    if (wake) cv_.notify_one();  // outside the lock: the writer does not wake into a held mutex
+  }
+
+  // Blocks until `lane` has written `seq` saves, or up to `max`.
+  void wait(Lane& lane, std::uint64_t seq, std::optional<std::chrono::milliseconds> max) {
+    std::unique_lock lock(mutex_);
+    const auto done = [&] { return lane.written.load(std::memory_order_relaxed) >= seq; };
+    ++lane.waiters;
+    if (max) {
+      lane.done_cv.wait_for(lock, *max, done);
+    } else {
+      lane.done_cv.wait(lock, done);
+    }
+    --lane.waiters;
+  }
+
+  std::optional<CheckpointWriter::Refusal> refusal(const Lane& lane) {
+    std::lock_guard lock(mutex_);
+    return lane.refusal;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      while (turns_.empty()) {
+        if (stopping_) return;
+        sleeping_ = true;
+        cv_.wait(lock);
+        sleeping_ = false;
+      }
+      std::shared_ptr<Lane> lane = std::move(turns_.front());
+      turns_.pop_front();
+      Lane::Job job = std::move(lane->queue.front());
+      lane->queue.pop_front();
+      const bool skip = lane->refusal.has_value();
+      lock.unlock();
+      std::optional<std::string> problem;
+      ErrorCode code = ErrorCode::internal;
+      if (!skip) write(*lane, job, problem, code);
+      job = {};  // freed before the lock is taken again
+      lock.lock();
+      const std::uint64_t written = lane->written.load(std::memory_order_relaxed) + 1;
+      if (problem && !lane->refusal) {
+        lane->refusal = CheckpointWriter::Refusal{std::move(*problem), code, written};
+        lane->failed.store(true, std::memory_order_release);
+      }
+      lane->written.store(written, std::memory_order_release);
+      if (lane->queue.empty()) {
+        lane->scheduled = false;
+      } else {
+        turns_.push_back(lane);  // its next save waits for the other runs' turns
+      }
+      if (lane->waiters > 0) lane->done_cv.notify_all();
+    }
+  }
+
+  static void write(Lane& lane, Lane::Job& job, std::optional<std::string>& problem, ErrorCode& code) {
+    RunState& state = job.save.state;
+    std::vector<Message>& history = lane.history;
+    if (job.save.from > history.size()) job.save.from = history.size();
+    history.resize(job.save.from);
+    for (auto& m : job.save.appended) history.push_back(std::move(m));
+    state.history = std::move(history);
+    try {
+      if (!lane.checkpoint->save(state)) {
+        problem = "run '" + state.run_id + "' was taken over by another process; this one stopped advancing it";
+        code = ErrorCode::aborted;
+      }
+    } catch (const std::exception& e) {
+      problem = std::string("checkpoint failed: ") + e.what();
+      code = failure_of(std::current_exception()).code;
+    }
+    try {
+      if (job.after) job.after(problem, state);
+    } catch (...) {
+      // `after` logs its own failures; nothing may end the writer thread.
+    }
+    history = std::move(state.history);
+  }
+
+  std::shared_ptr<state::Store> store_;  // kept alive, so its address names no other store meanwhile
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Lane>> turns_;  // lanes with saves queued, in turn
+  bool sleeping_ = false;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once everything above exists
+};
+
+namespace {
+
+// The writers of the stores in use, by store: a run shares the writer of its
+// own Store object only, so two runtimes that share no store share nothing
+// here. Held weakly: a writer lives as long as a run on its store has one.
+struct Writers {
+  std::mutex mutex;
+  std::unordered_map<const state::Store*, std::weak_ptr<StoreWriter>> by_store;
+};
+
+Writers& writers() {
+  static auto* w = new Writers;  // never destroyed: runs may end during static destruction
+  return *w;
+}
+
+std::shared_ptr<StoreWriter> writer_for(const std::shared_ptr<state::Store>& store) {
+  if (!store) return std::make_shared<StoreWriter>(nullptr);
+  Writers& w = writers();
+  std::lock_guard lock(w.mutex);
+  std::weak_ptr<StoreWriter>& slot = w.by_store[store.get()];
+  if (auto writer = slot.lock()) return writer;
+  std::erase_if(w.by_store, [](const auto& entry) { return entry.second.expired(); });
+  auto writer = std::make_shared<StoreWriter>(store);
+  w.by_store[store.get()] = writer;  // `slot` may be gone with the erase
+  return writer;
+}
+
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::vector<Message> history,
+                                   const std::shared_ptr<state::Store>& store)
+    : writer_(writer_for(store)), lane_(std::make_shared<Lane>(std::move(checkpoint), std::move(history))) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (!idle()) writer_->wait(*lane_, queued_, std::nullopt);
+  // A lane the writer has finished with is in no turn list; dropping the
+  // last run on the store ends its thread (writer_'s destructor joins it).
+}
+
+std::uint64_t CheckpointWriter::save(Save save, After after) {
+  writer_->push(lane_, Lane::Job{std::move(save), std::move(after)});
+  return ++queued_;
+}
+
+bool CheckpointWriter::idle() const { return lane_->written.load(std::memory_order_acquire) == queued_; }
+
+bool CheckpointWriter::behind(std::uint64_t seq) const {
+  return lane_->written.load(std::memory_order_acquire) + 1 < seq;
+}
+
+void CheckpointWriter::wait_idle(std::optional<std::chrono::milliseconds> max) const {
+  if (!idle()) writer_->wait(*lane_, queued_, max);
+}
+
+std::optional<CheckpointWriter::Refusal> CheckpointWriter::failure() const {
+  if (!lane_->failed.load(std::memory_order_acquire)) return std::nullopt;
+  return writer_->refusal(*lane_);
+}
+
+}  // namespace agentkit::cognition
