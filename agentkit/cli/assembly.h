@@ -45,8 +45,8 @@ class AgentRuntime {
 
   // A context for a run of the agent: the store, the models, the autonomy
   // tier and budget of the definition, the egress allowlist, a worker pool
-  // for tool calls, and `observer` (it receives the events of sub-agent runs,
-  // on worker threads).
+  // for tool calls, and `observer` (for blocking runs; a sub-agent's events
+  // come through its parent run's, like the parent's own).
   RunContext context(std::shared_ptr<state::Store> store, std::shared_ptr<Observer> observer = nullptr) const;
 
  private:

@@ -118,23 +118,14 @@ std::string resume_command_for(const std::string& run_id, const OutputOptions& o
   return command;
 }
 
-// Receives the events of sub-agent runs (delivered on worker threads) and
-// hands them to the driving thread.
-class NestedEvents final : public Observer {
- public:
-  void on_event(const Event& event) override { queue_.push(event); }
-  std::vector<Event> drain() { return queue_.drain(); }
-
- private:
-  EventQueue queue_;
-};
+// An event of a sub-agent's run: its agent path names a parent.
+bool nested(const Event& event) { return info_of(event).agent_path().find('/') != std::string_view::npos; }
 
 // One invocation's run: the agent, its context and the terminal.
 struct Driver {
   const AgentRuntime& runtime;
   RunContext& ctx;
   Terminal& ui;
-  NestedEvents& nested;
   const OutputOptions& output;
   std::string resume_command;
 
@@ -143,10 +134,9 @@ struct Driver {
   RunResult drive(RunHandle& handle) {
     bool cancelled = false;
     while (true) {
-      // Sub-run events first: they happened before anything this poll emits.
-      for (const Event& event : nested.drain()) ui.show(event, true);
+      // Sub-runs' events come through the run's own queue, in order.
       const bool done = handle.poll();
-      for (const Event& event : handle.drain_events()) ui.show(event);
+      for (const Event& event : handle.drain_events()) ui.show(event, nested(event));
       if (done) return handle.wait();  // its end is in the store before a resume reads it
       if (g_interrupted && !cancelled) {
         handle.cancel();
@@ -289,12 +279,11 @@ int run_command(const RunArgs& args) {
     Terminal ui = make_terminal(args.output);
     for (const auto& warning : config.warnings) ui.note(warning);
     auto store = open_store(args.output);
-    auto nested = std::make_shared<NestedEvents>();
     const auto runtime = start_runtime(config);
-    RunContext ctx = runtime->context(store, nested);
+    RunContext ctx = runtime->context(store);
     const std::string run_id = new_run_id();
     store->put(run_record_key(run_id), Json{{"agent_file", config.file.string()}}.dump());
-    Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(run_id, args.output)};
+    Driver driver{*runtime, ctx, ui, args.output, resume_command_for(run_id, args.output)};
     const std::string session = args.session.empty() ? config.session : args.session;
     ui.started(run_id, config.name, false);
     return driver.finish(runtime->agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
@@ -321,11 +310,10 @@ int resume_command(const ResumeArgs& args) {
     }
     Terminal ui = make_terminal(args.output);
     for (const auto& warning : config.warnings) ui.note(warning);
-    auto nested = std::make_shared<NestedEvents>();
     const auto runtime = start_runtime(config);
-    RunContext ctx = runtime->context(store, nested);
+    RunContext ctx = runtime->context(store);
     charge_spent(*ctx.budget, *stored);  // the budget covers the whole run, not each invocation
-    Driver driver{*runtime, ctx, ui, *nested, args.output, resume_command_for(args.run_id, args.output)};
+    Driver driver{*runtime, ctx, ui, args.output, resume_command_for(args.run_id, args.output)};
     ui.started(args.run_id, config.name, true);
     if (stored->phase == Phase::suspended) {
       auto decisions = decisions_for(args, stored->pending_calls());

@@ -1,8 +1,10 @@
 #include "terminal.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cctype>
+#include <ctime>
 #include <type_traits>
 #include <variant>
 
@@ -74,6 +76,19 @@ namespace {
 
 std::string call_key(const std::string& call_id, bool nested) { return (nested ? "sub:" : "") + call_id; }
 
+// "2026-12-01T18:24:17.123Z": RFC 3339, UTC, milliseconds.
+std::string rfc3339_millis(std::chrono::system_clock::time_point time) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(time);
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(ms);
+  const std::time_t t = std::chrono::system_clock::to_time_t(seconds);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[96];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>((ms - seconds).count()));
+  return text;
+}
+
 constexpr const char* kGreen = "\033[32m";
 constexpr const char* kRed = "\033[31m";
 constexpr const char* kYellow = "\033[33m";
@@ -129,9 +144,10 @@ Json fields(const ToolSpan& e) {
   return {{"type", "tool_span"},
           {"call_id", e.call_id},
           {"name", e.tool},
-          {"outcome", e.outcome},
+          {"outcome", to_string(e.outcome)},
           {"duration_ms", millis(e.duration)},
-          {"span_id", e.span_id}};
+          {"span_id", e.span_id},
+          {"parent_span_id", e.parent_span_id}};
 }
 Json fields(const RunSuspended& e) {
   Json pending = Json::array();
@@ -219,6 +235,16 @@ Exit exit_code(const RunResult& result) noexcept {
 Json event_json(const Event& event, bool nested) {
   Json j = std::visit([](const auto& e) { return fields(e); }, event);
   if (nested) j["nested"] = true;
+  const EventInfo& info = info_of(event);
+  if (info.time != std::chrono::system_clock::time_point{}) j["time"] = rfc3339_millis(info.time);
+  const auto field = [&](const char* name, std::string_view value) {
+    if (!value.empty()) j[name] = std::string(value);
+  };
+  field("run_id", info.run_id());
+  field("agent_path", info.agent_path());
+  // A ToolSpan's own span ids name the call's span; the run's stay in info.
+  if (!j.contains("span_id")) field("span_id", info.span_id());
+  if (!j.contains("parent_span_id")) field("parent_span_id", info.parent_span_id());
   return j;
 }
 

@@ -39,8 +39,10 @@ Exit exit_code(ErrorCode code) noexcept;
 // by their stop reason, any other by its failure's code.
 Exit exit_code(const RunResult& result) noexcept;
 
-// An event as one JSON object: {"type": "tool_call_started", ...fields}.
-// `nested` marks events of a sub-agent's run.
+// An event as one JSON object: {"type": "tool_call_started", ...fields},
+// then its metadata where set: "time" (RFC 3339, UTC, milliseconds),
+// "run_id", "agent_path", "span_id", "parent_span_id" (a tool_span keeps its
+// own call span ids). `nested` marks events of a sub-agent's run.
 Json event_json(const Event& event, bool nested = false);
 
 // A call as a status line shows it: "refund(order_id: 'A-1')", bounded.

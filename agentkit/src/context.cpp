@@ -9,6 +9,10 @@
 #include <mutex>
 #include <random>
 
+#include <spdlog/spdlog.h>
+
+#include <agentkit/detail/logging.h>
+
 namespace agentkit {
 
 std::string Scope::key() const {
@@ -104,9 +108,19 @@ void CancellationToken::sleep_for(Clock::duration duration) const {
   wake.wait_until(lock, stop_token(), until, [] { return false; });
 }
 
-void EventQueue::push(Event e) {
+bool EventQueue::push(Event e) {
   std::lock_guard lock(mutex_);
+  if (closed_) return false;
+  auto& time = info_of(e).time;
+  if (time == std::chrono::system_clock::time_point{}) time = std::max(std::chrono::system_clock::now(), last_);
+  last_ = std::max(last_, time);
   events_.push_back(std::move(e));
+  return true;
+}
+
+void EventQueue::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
 }
 
 std::vector<Event> EventQueue::drain() {
@@ -127,11 +141,31 @@ RunContext RunContext::child() const {
 }
 
 void RunContext::emit(Event event) const {
+  EventInfo& info = info_of(event);
+  if (!info.source) info.source = event_source();
   if (events) {
-    events->push(std::move(event));
+    if (!events->push(std::move(event))) {
+      detail::logger_or_null(logger)->debug("run '{}' ({}): an event was dropped: the run it reports to has ended",
+                                            correlation_id, agent_path);
+    }
   } else if (observer) {
+    if (info.time == std::chrono::system_clock::time_point{}) info.time = std::chrono::system_clock::now();
     observer->on_event(event);
   }
+}
+
+std::shared_ptr<const EventSource> RunContext::event_source() const {
+  if (source_ && source_->run_id == correlation_id && source_->agent_path == agent_path &&
+      source_->span_id == span_id && source_->parent_span_id == parent_span_id) {
+    return source_;
+  }
+  if (correlation_id.empty() && agent_path.empty() && span_id.empty() && parent_span_id.empty()) return nullptr;
+  return std::make_shared<const EventSource>(EventSource{correlation_id, agent_path, span_id, parent_span_id});
+}
+
+void RunContext::refresh_event_source() {
+  source_.reset();
+  source_ = event_source();
 }
 
 namespace {

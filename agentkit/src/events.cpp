@@ -41,4 +41,11 @@ std::optional<CallStatus> call_status_from_string(std::string_view name) noexcep
 }
 std::string_view to_string(ApprovalVerdict verdict) noexcept { return detail::enum_text(kVerdicts, verdict); }
 
+const EventInfo& info_of(const Event& event) noexcept {
+  return std::visit([](const auto& e) -> const EventInfo& { return e.info; }, event);
+}
+EventInfo& info_of(Event& event) noexcept {
+  return std::visit([](auto& e) -> EventInfo& { return e.info; }, event);
+}
+
 }  // namespace agentkit

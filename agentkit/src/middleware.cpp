@@ -46,11 +46,21 @@ Middleware tracing() {
   return [](const ToolRequest& req, RunContext& ctx, const Next& next) {
     ToolSpan span{
         .span_id = RunContext::new_id("span"), .parent_span_id = ctx.span_id, .tool = req.name, .call_id = req.call_id};
-    return observe(req, ctx, next, [&](std::string_view outcome, std::chrono::microseconds elapsed) {
+    const auto start = Clock::now();
+    const auto report = [&](CallStatus outcome) {
       span.outcome = outcome;
-      span.duration = elapsed;
+      span.duration = since(start);
       ctx.emit(std::move(span));
-    });
+    };
+    ToolResult result;
+    try {
+      result = next(req, ctx);
+    } catch (...) {
+      report(CallStatus::error);  // a call that threw
+      throw;
+    }
+    report(result.status);
+    return result;
   };
 }
 

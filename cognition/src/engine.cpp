@@ -149,7 +149,12 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     ctx_.cancellation = ctx_.cancellation.child();
     ctx_.correlation_id = st_.run_id;
     if (ctx_.span_id.empty()) ctx_.span_id = RunContext::new_id("span");
-    ctx_.events = events_;
+    ctx_.agent_path = ctx_.agent_path.empty() ? agent_.name() : ctx_.agent_path + "/" + agent_.name();
+    // A sub-run (its context carries the queue of the run that started it)
+    // queues its events there, stamped as its own: the parent's host drains
+    // them on its thread, and this run's own queue stays empty.
+    if (!ctx_.events) ctx_.events = events_;
+    ctx_.refresh_event_source();
     parent_usage_ = std::exchange(ctx_.usage, std::make_shared<UsageMeter>());
     ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
@@ -170,6 +175,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // handle dropped mid-run cancels it, so cooperative work ends soon; late
     // results are dropped (a durable run's ledger still records them).
     if (!done_) ctx_.cancellation.cancel();
+    events_->close();  // late events of its sub-runs have no one to reach
   }
 
   bool poll() override {

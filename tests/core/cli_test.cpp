@@ -412,6 +412,22 @@ TEST_CASE("agentkit run --json prints one event per line and ends with the resul
   const auto finished = std::find(types.begin(), types.end(), "tool_call_finished") - types.begin();
   REQUIRE(finished < static_cast<long>(lines.size()));
   CHECK(lines[finished]["outcome"] == "ok");
+  // Every event line carries its metadata: when (RFC 3339, UTC, ms), which run and agent, which span.
+  const std::regex rfc3339(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
+  for (std::size_t i = 1; i + 1 < lines.size(); ++i) {
+    INFO(lines[i].dump());
+    CHECK(std::regex_match(lines[i].value("time", std::string()), rfc3339));
+    CHECK(lines[i]["run_id"] == lines.front()["run_id"]);
+    CHECK(lines[i]["agent_path"] == "atlas");
+    CHECK(lines[i].contains("span_id"));
+    if (lines[i]["type"] == "tool_span") {
+      CHECK(lines[i]["parent_span_id"] == lines[1]["span_id"]);  // the call's span, under the run's
+    } else {
+      CHECK(lines[i]["span_id"] == lines[1]["span_id"]);
+      CHECK_FALSE(lines[i].contains("parent_span_id"));  // empty for a top-level run: omitted
+    }
+  }
+  CHECK(lines[1].value("time", std::string()) <= lines[lines.size() - 2].value("time", std::string()));
   // The memory tool wrote into the directory the definition names, relative to it.
   CHECK(read_file(dir.path / "notes" / "lisbon.md") == "Population: 545,000\n");
   CHECK(r.out.find(kApiKey) == std::string::npos);
@@ -721,6 +737,23 @@ TEST_CASE("a sub-agent from another file is a tool whose events are marked neste
   CHECK(lines.back()["output"] == "Lisbon has about 545,000 residents.");
   CHECK(std::any_of(lines.begin(), lines.end(),
                     [](const Json& l) { return l.value("nested", false) && l["type"] == "model_call_started"; }));
+  // A nested line names the sub-run: its own run id, its agent path, its span under the parent's.
+  std::string parent_span;
+  for (const Json& l : lines) {
+    if (l["type"] == "run_started" || l["type"] == "result" || l["type"] == "tool_span") continue;
+    INFO(l.dump());
+    if (l.value("nested", false)) {
+      CHECK(l["agent_path"] == "atlas/researcher");
+      CHECK(l["run_id"] != lines.front()["run_id"]);
+      CHECK(l["parent_span_id"] == parent_span);
+    } else {
+      CHECK(l["agent_path"] == "atlas");
+      CHECK(l["run_id"] == lines.front()["run_id"]);
+      parent_span = l["span_id"];
+    }
+  }
+  CHECK(std::any_of(lines.begin(), lines.end(),
+                    [](const Json& l) { return l.value("nested", false) && l["type"] == "run_finished"; }));
   const auto requests = model.requests();
   REQUIRE(requests.size() == 3);
   CHECK(Json::parse(requests[1].body)["model"] == "gpt-mini");

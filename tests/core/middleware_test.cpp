@@ -869,15 +869,16 @@ TEST_CASE("tracing(): emits a ToolSpan per call", "[middleware]") {
   const auto& second = std::get<agentkit::ToolSpan>(events[1]);
   CHECK(first.tool == "lookup");
   CHECK(first.call_id == "c1");
-  CHECK(first.outcome == "ok");
+  CHECK(first.outcome == agentkit::CallStatus::ok);
   CHECK(first.parent_span_id == "span-run");
+  CHECK(first.info.span_id() == "span-run");  // the run's span; the call's is the span's own
   CHECK_FALSE(first.span_id.empty());
   CHECK(first.span_id != "span-run");
   CHECK(second.call_id == "c2");
   CHECK(second.span_id != first.span_id);
 }
 
-TEST_CASE("tracing(): a throwing call emits outcome 'exception' and rethrows", "[middleware]") {
+TEST_CASE("tracing(): a throwing call emits outcome error and rethrows", "[middleware]") {
   auto flaky = probe("flaky", {.side_effecting = false}, [](int) -> std::string {
     std::this_thread::sleep_for(2ms);
     throw std::runtime_error("boom");
@@ -891,7 +892,7 @@ TEST_CASE("tracing(): a throwing call emits outcome 'exception' and rethrows", "
   auto events = ctx.events->drain();
   REQUIRE(events.size() == 1);
   const auto& span = std::get<agentkit::ToolSpan>(events[0]);
-  CHECK(span.outcome == "exception");
+  CHECK(span.outcome == agentkit::CallStatus::error);
   CHECK(span.duration >= 2ms);
 }
 
@@ -909,7 +910,7 @@ TEST_CASE("tracing(): the outcome names a non-ok status", "[middleware]") {
 
   auto events = ctx.events->drain();
   REQUIRE(events.size() == 1);
-  CHECK(std::get<agentkit::ToolSpan>(events[0]).outcome == "awaiting_approval");
+  CHECK(std::get<agentkit::ToolSpan>(events[0]).outcome == agentkit::CallStatus::awaiting_approval);
 }
 
 // ------------------------------------------------------------------- metering

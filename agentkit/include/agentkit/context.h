@@ -163,14 +163,21 @@ class DepthLimitExceeded : public Error {
 };
 
 // Thread-safe queue of events; a run drains it on the driving thread.
+// push() stamps an event's time when it has none, under the queue's lock, so
+// times never decrease along the queue (a clock stepped back repeats the
+// last time). A closed queue (its run's handle is gone) takes nothing more.
 class EventQueue {
  public:
-  void push(Event e);
+  // False, and the event dropped, once the queue is closed.
+  bool push(Event e);
   std::vector<Event> drain();
+  void close();
 
  private:
   std::mutex mutex_;
   std::vector<Event> events_;
+  std::chrono::system_clock::time_point last_{};
+  bool closed_ = false;
 };
 
 // Everything ambient to a run, handed to every tool call. Copying is cheap
@@ -183,6 +190,9 @@ class RunContext {
 
   Scope scope;
   std::string correlation_id;  // the run id; keys idempotency and traces
+  // The running agent's name, "<parent path>/<name>" for a sub-run (set by
+  // the engine; a host may set a prefix of its own). Events carry it.
+  std::string agent_path;
   int depth = 0;
   int max_depth = 5;
   Autonomy autonomy = Autonomy::automatic;
@@ -197,7 +207,11 @@ class RunContext {
   // host, the root its runs derive theirs from.
   CancellationToken cancellation;
   std::shared_ptr<Observer> observer;
-  std::shared_ptr<EventQueue> events;  // set by a running agent; emit() queues there
+  // Set by a running agent; emit() queues there. A run started from a
+  // context that has one (a tool body's, or its child()) queues its events
+  // there too, so a sub-run's events reach the host through the parent's
+  // drain_events() (or observer), on the host's thread, once.
+  std::shared_ptr<EventQueue> events;
   std::shared_ptr<UsageMeter> usage;   // set by a running agent; sub-runs add their totals to it
   std::shared_ptr<state::Store> store;  // where durable state goes
   // The secret that signs the RunState a run hands back (RunResult::state)
@@ -238,8 +252,23 @@ class RunContext {
   std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept { return cancellation.deadline(); }
 
   // Sends an event to the run's queue (drained on the driving thread), or
-  // straight to the observer when no run is driving this context.
+  // straight to the observer when no run is driving this context. Stamps
+  // the event's info first where the emitter left it unset: its time, and
+  // its source from correlation_id, agent_path, span_id and parent_span_id.
+  // An event that finds the run's queue closed (the run that started this
+  // one has ended and its handle is gone) is dropped, with a debug line on
+  // `logger`.
   void emit(Event event) const;
+
+  // The source events emitted here carry: the one refresh_event_source()
+  // cached while the four fields still match it, otherwise a new one (null
+  // when all four are empty).
+  std::shared_ptr<const EventSource> event_source() const;
+  // Caches the source built from the fields, so every emit() (and every
+  // copy of this context) shares it. The engine calls it once per run; call
+  // it again after changing any of the four fields, or emit() builds a
+  // source per event.
+  void refresh_event_source();
 
   // A new unique id (for spans, runs and generated call ids): 64 random bits
   // per process (drawn again in a forked child) and a counter.
@@ -248,6 +277,7 @@ class RunContext {
  private:
   friend class Invoker;
   std::optional<Autonomy> entry_tier_;  // set by Invoker::invoke_tool for the chain's duration
+  std::shared_ptr<const EventSource> source_;  // see refresh_event_source()
 };
 
 }  // namespace agentkit

@@ -2,6 +2,7 @@
 // Typed events a run emits. Hosts receive them through an Observer (blocking
 // `run`) or drain them from a RunHandle on their own thread.
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,23 +41,68 @@ enum class ApprovalVerdict { approved, edited, rejected };
 // "approved", "edited", "rejected".
 std::string_view to_string(ApprovalVerdict verdict) noexcept;
 
+// Where an event comes from: the run, the agent and the span that emitted
+// it. A run builds one and every event it emits shares it (RunContext::emit
+// stamps it), so stamping costs a reference count, not four string copies.
+struct EventSource {
+  std::string run_id;          // the emitting run's id (its RunContext::correlation_id)
+  std::string agent_path;      // the agent's name; "parent/child" for a sub-run
+  std::string span_id;         // the emitting run's span
+  std::string parent_span_id;  // the span of the run that started it; empty for a top-level run
+};
+
+// What every event carries besides its own fields, as its last member
+// `info`: when it was emitted and where from. Both are stamped where the
+// event enters a run's queue or reaches an observer (RunContext::emit); an
+// emitter that sets one keeps it. Along one run's queue (the events its
+// drain_events() hands out, its sub-runs' included) the times stamped never
+// decrease. An event built by hand and never emitted carries neither.
+//
+// Spans: a run's events carry the run's span and, for a sub-run, the span
+// of the run that started it as parent_span_id (a sub-run started from a
+// tool call hangs under the calling run, whatever the call's ToolSpan).
+//
+// Example:
+//   for (const agentkit::Event& e : handle.drain_events()) {
+//     const agentkit::EventInfo& info = agentkit::info_of(e);
+//     if (info.agent_path() != "planner") continue;  // a sub-agent's event
+//   }
+struct EventInfo {
+  std::chrono::system_clock::time_point time{};  // the epoch: not stamped
+  std::shared_ptr<const EventSource> source;     // null: not stamped, or emitted outside any run
+
+  // The source's fields; empty when there is no source.
+  std::string_view run_id() const noexcept { return source ? std::string_view(source->run_id) : std::string_view(); }
+  std::string_view agent_path() const noexcept {
+    return source ? std::string_view(source->agent_path) : std::string_view();
+  }
+  std::string_view span_id() const noexcept { return source ? std::string_view(source->span_id) : std::string_view(); }
+  std::string_view parent_span_id() const noexcept {
+    return source ? std::string_view(source->parent_span_id) : std::string_view();
+  }
+};
+
 struct ModelCallStarted {
   int iteration = 0;
+  EventInfo info;
 };
 // A fragment of the assistant's text as a streaming model produces it, in
 // order. The whole message still ends the call (ModelCallFinished); adapters
 // that do not stream emit none.
 struct TextDelta {
   std::string text;
+  EventInfo info;
 };
 struct ModelCallFinished {
   int iteration = 0;
   Usage usage;
   std::string finish_reason;
+  EventInfo info;
 };
 struct ToolCallStarted {
   ToolCall call;
   std::string status;  // the tool's status line
+  EventInfo info;
 };
 // A call the model asked for that the run refused without starting it: an
 // unknown tool, an empty name, a duplicate call id, or arguments that are
@@ -65,6 +111,7 @@ struct ToolCallStarted {
 struct ToolCallRefused {
   ToolCall call;
   std::string error;
+  EventInfo info;
 };
 // A decision on a call that was awaiting approval, applied as its run
 // resumes. `decision` is approved, edited (approved with new arguments,
@@ -75,6 +122,7 @@ struct ApprovalDecided {
   ToolCall call;
   ApprovalVerdict decision = ApprovalVerdict::rejected;
   std::string reason;
+  EventInfo info;
 };
 struct ToolCallFinished {
   std::string call_id;
@@ -82,28 +130,35 @@ struct ToolCallFinished {
   CallStatus outcome = CallStatus::ok;  // never interrupted: a call that did not start has no event
   std::string text;                     // what the model sees
   std::chrono::microseconds duration{0};
+  EventInfo info;
 };
-// A span around one tool call, emitted by the tracing() middleware.
+// A span around one tool call, emitted by the tracing() middleware:
+// `span_id` is the call's own, `parent_span_id` the run's (info.span_id()).
+// `outcome` is the call's status; error also for a call that threw.
 struct ToolSpan {
   std::string span_id;
   std::string parent_span_id;
   std::string tool;
   std::string call_id;
-  std::string outcome;
+  CallStatus outcome = CallStatus::ok;
   std::chrono::microseconds duration{0};
+  EventInfo info;
 };
 struct RunSuspended {
   std::vector<ToolCall> pending;
+  EventInfo info;
 };
 struct RunFinished {
   StopReason stop_reason = StopReason::answered;
   std::string output;
+  EventInfo info;
 };
 // A progress note from a tool (`ctx.emit(Progress{...})`), delivered like
 // every other event: to the observer, or drained from the run's handle, on
 // the host's thread even when the tool runs on an executor.
 struct Progress {
   std::string message;
+  EventInfo info;
 };
 
 // Progress an MCP server reports for a tool call in flight
@@ -114,11 +169,16 @@ struct McpProgress {
   double progress = 0;
   std::optional<double> total;
   std::string message;
+  EventInfo info;
 };
 
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
                            RunSuspended, RunFinished, Progress, McpProgress, TextDelta, ToolCallRefused,
                            ApprovalDecided>;
+
+// The metadata of any event (its `info` member).
+const EventInfo& info_of(const Event& event) noexcept;
+EventInfo& info_of(Event& event) noexcept;
 
 // Receives events. Every method defaults to a no-op; override what you need.
 // Called on the thread that drives the run (the host's thread for handles).

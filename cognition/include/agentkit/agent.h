@@ -98,7 +98,8 @@ struct RunResult {
 
 // A run in progress, advanced by the host. poll() never blocks: it advances
 // the machine as far as it can without waiting and returns true once done.
-// Events are queued and handed out by drain_events() on the host's thread.
+// Events are queued and handed out by drain_events() on the host's thread,
+// those of the sub-runs it starts (as_tool) included, in the order emitted.
 //
 // Durability: poll() never waits on storage. A durable run's checkpoints
 // are written in order by a writer thread of the run's own; a batch of tool
@@ -330,7 +331,9 @@ class Agent {
 
 // Wraps anything with `RunResult run(std::string, RunContext&)` into a tool
 // with the fixed schema {"task": string}. The sub-run executes on
-// ctx.child(), so budget, cancellation, depth and observation flow through.
+// ctx.child(), so budget, cancellation, depth and observation flow through:
+// its events (agent path "<parent>/<name>", its own run id) go to the
+// parent run's queue, delivered once by the parent's drain or observer.
 using Renderer = std::function<std::string(const RunResult&)>;
 std::string render_result(const RunResult& result);
 
