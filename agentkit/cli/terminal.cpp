@@ -176,6 +176,10 @@ Json fields(const ApprovalDecided& e) {
   return out;
 }
 Json fields(const Progress& e) { return {{"type", "progress"}, {"message", e.message}}; }
+Json fields(const ToolCallDelta& e) {
+  return {{"type", "tool_call_delta"}, {"index", e.index}, {"call_id", e.id}, {"name", e.name}, {"arguments", e.arguments}};
+}
+Json fields(const ReasoningDelta& e) { return {{"type", "reasoning_delta"}, {"text", e.text}}; }
 Json fields(const McpProgress& e) {
   Json out = {{"type", "mcp_progress"},
               {"server", e.server},
@@ -357,6 +361,9 @@ void Terminal::show_text(const Event& event, bool nested) {
                  },
                  [](const RunSuspended&) {},
                  [](const RunFinished&) {},
+                 // The call shows when it starts; reasoning is not shown.
+                 [](const ToolCallDelta&) {},
+                 [](const ReasoningDelta&) {},
              },
              event);
 }

@@ -439,21 +439,57 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
       block.text = text_of(cb.value(block.type == "thinking" ? "thinking" : "text", Json()));
       block.signature = text_of(cb.value("signature", Json()));
       block.data = text_of(cb.value("data", Json()));
+      count(block.text.size());
+      if (block.type == "tool_use") {
+        block.hidden = !hidden_tool_.empty() && block.name == hidden_tool_;
+        if (!block.hidden) block.call = calls_++;
+      }
+      if (deltas_) {
+        if (block.type == "tool_use" && !block.hidden) deltas_(ToolCallDelta{block.call, block.id, block.name, {}});
+        if (block.type == "text" && !block.text.empty()) deltas_(TextDelta{block.text});
+        if (block.type == "thinking" && !block.text.empty()) deltas_(ReasoningDelta{block.text});
+      }
     } else if (type == "content_block_delta") {
       const Json delta = detail::object_at(e, "delta", "Anthropic content_block_delta");
       const std::string dt = text_of(delta.value("type", Json()));
+      // Each fragment is kept for the message; the kind its block is
+      // streams as a delta (a tool_use block's own, a thinking block's
+      // text), a signature never.
+      const auto fragment = [&](const char* key) {
+        std::string text = text_of(delta.value(key, Json()));
+        count(text.size());
+        return text;
+      };
       if (dt == "text_delta") {
-        const std::string text = text_of(delta.value("text", Json()));
-        if (on_text_ && !text.empty() && block.type == "text") on_text_(text);
+        const std::string text = fragment("text");
+        if (deltas_ && !text.empty() && block.type == "text") deltas_(TextDelta{text});
         block.text += text;
       }
-      if (dt == "input_json_delta") block.partial_json += text_of(delta.value("partial_json", Json()));
-      if (dt == "thinking_delta") block.text += text_of(delta.value("thinking", Json()));
-      if (dt == "signature_delta") block.signature += text_of(delta.value("signature", Json()));
+      if (dt == "input_json_delta") {
+        const std::string json = fragment("partial_json");
+        if (deltas_ && !json.empty() && block.type == "tool_use" && !block.hidden) {
+          deltas_(ToolCallDelta{block.call, block.id, block.name, json});
+        }
+        block.partial_json += json;
+      }
+      if (dt == "thinking_delta") {
+        const std::string thinking = fragment("thinking");
+        if (deltas_ && !thinking.empty() && block.type == "thinking") deltas_(ReasoningDelta{thinking});
+        block.text += thinking;
+      }
+      if (dt == "signature_delta") block.signature += fragment("signature");
     } else {
       block.stopped = true;
     }
   });
+}
+
+void AnthropicStreamAccumulator::count(std::size_t bytes) {
+  streamed_ += bytes;
+  if (streamed_ > kMaxStreamedReplyBytes) {
+    throw ProviderError(ErrorCode::protocol, "Anthropic stream: the reply's fragments are over " +
+                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
+  }
 }
 
 ModelResponse AnthropicStreamAccumulator::finish() {
@@ -501,8 +537,12 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
   http.body = anthropic_body(request, options_, options_.stream).dump();
   std::unique_ptr<PendingCompletion> call;
   if (options_.stream) {
-    call = std::make_unique<detail::StreamedCompletion<AnthropicStreamAccumulator>>(
-        *transport_, std::move(http), ctx.cancellation, anthropic_reply(), detail::text_deltas(ctx));
+    // The final-answer tool's input is the answer being written, not a
+    // call: it streams no ToolCallDelta (the answer arrives whole).
+    auto accumulator = std::make_unique<AnthropicStreamAccumulator>(
+        detail::run_deltas(ctx), request.output_schema ? std::string(kFinalAnswerTool) : std::string());
+    call = std::make_unique<detail::StreamedCompletion>(*transport_, std::move(http), ctx.cancellation,
+                                                        anthropic_reply(), std::move(accumulator));
   } else {
     call = std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation, anthropic_reply());
   }

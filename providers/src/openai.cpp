@@ -298,9 +298,12 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
       if (index != choice.end() && json_integer<std::int64_t>(*index, "choices[].index") != 0) continue;  // n > 1: the first choice only
       const Json delta = detail::object_at(choice, "delta", "OpenAI stream event choices[]");
       const std::string text = text_of(delta.value("content", Json()));
-      if (on_text_ && !text.empty()) on_text_(text);
+      count(text.size());
+      if (deltas_ && !text.empty()) deltas_(TextDelta{text});
       content_ += text;
-      refusal_ += text_of(delta.value("refusal", Json()));
+      const std::string refusal = text_of(delta.value("refusal", Json()));
+      count(refusal.size());
+      refusal_ += refusal;
       if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
         for (const auto& c : *calls) {
           if (!c.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: a tool call is not an object");
@@ -311,15 +314,35 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
           PartialCall& call = calls_[index];
           if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get<std::string>();
           const Json function = detail::object_at(c, "function", "OpenAI stream event tool call");
-          if (auto n = function.find("name"); n != function.end() && n->is_string()) call.name += n->get<std::string>();
-          if (auto a = function.find("arguments"); a != function.end() && a->is_string()) {
-            call.arguments += a->get<std::string>();
+          if (auto n = function.find("name"); n != function.end() && n->is_string()) {
+            count(n->get_ref<const std::string&>().size());
+            call.name += n->get<std::string>();
           }
+          std::string fragment;
+          if (auto a = function.find("arguments"); a != function.end() && !a->is_null()) {
+            if (!a->is_string()) {
+              throw ProviderError(ErrorCode::protocol, "OpenAI stream event: tool_calls[].function.arguments is " +
+                                                           std::string(json_type_name(*a)) + ", not a string");
+            }
+            fragment = a->get<std::string>();
+          }
+          count(fragment.size());
+          call.arguments += fragment;
+          if (deltas_ && (!call.announced || !fragment.empty())) deltas_(ToolCallDelta{index, call.id, call.name, fragment});
+          call.announced = true;
         }
       }
       if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
     }
   });
+}
+
+void OpenAIStreamAccumulator::count(std::size_t bytes) {
+  streamed_ += bytes;
+  if (streamed_ > kMaxStreamedReplyBytes) {
+    throw ProviderError(ErrorCode::protocol, "OpenAI stream: the reply's fragments are over " +
+                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
+  }
 }
 
 ModelResponse OpenAIStreamAccumulator::finish() {
@@ -355,8 +378,9 @@ std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& re
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = openai_chat_body(request, options_, options_.stream).dump();
   if (options_.stream) {
-    return std::make_unique<detail::StreamedCompletion<OpenAIStreamAccumulator>>(
-        *transport_, std::move(http), ctx.cancellation, openai_chat_reply(), detail::text_deltas(ctx));
+    return std::make_unique<detail::StreamedCompletion>(*transport_, std::move(http), ctx.cancellation,
+                                                        openai_chat_reply(),
+                                                        std::make_unique<OpenAIStreamAccumulator>(detail::run_deltas(ctx)));
   }
   return std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation,
                                                    openai_chat_reply());

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include <agentkit/context.h>
 #include <agentkit/model.h>
@@ -17,23 +18,21 @@
 
 namespace agentkit::providers::detail {
 
-using TextSink = std::function<void(std::string_view)>;
-
-// Emits each streamed text fragment as a TextDelta event of the run (queued
-// for the driving thread, or handed to the observer).
-inline TextSink text_deltas(const RunContext& ctx) {
-  return [ctx](std::string_view text) { ctx.emit(TextDelta{std::string(text)}); };
+// Emits each streamed fragment (text, tool-call arguments, reasoning) as
+// the matching delta event of the run (queued for the driving thread, or
+// handed to the observer).
+inline DeltaSink run_deltas(const RunContext& ctx) {
+  return [ctx](StreamDelta delta) { std::visit([&](auto& d) { ctx.emit(std::move(d)); }, delta); };
 }
 
 // A streamed call: the body goes through a ReplyReader, fed as it arrives
-// (so text deltas reach the run as they are decoded); `Accumulator` decodes
-// the adapter's events.
-template <class Accumulator>
+// (so deltas reach the run as they are decoded); `accumulator` decodes the
+// adapter's events.
 class StreamedCompletion final : public PendingCompletion {
  public:
   StreamedCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, const ReplyFormat& format,
-                     TextSink on_text = {})
-      : reader_(std::make_unique<ReplyReader>(format, http.url, std::make_unique<Accumulator>(std::move(on_text)))),
+                     std::unique_ptr<StreamAccumulator> accumulator)
+      : reader_(std::make_unique<ReplyReader>(format, http.url, std::move(accumulator))),
         // Reads to the end even after the final event, so the connection
         // stays reusable (an aborted transfer closes it).
         request_(transport.start_stream(

@@ -1,9 +1,51 @@
 #include <agentkit/testing/fake_llm.h>
 
-namespace agentkit::testing {
+#include <algorithm>
 
-ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext&) {
-  std::lock_guard lock(mutex_);
+#include <agentkit/context.h>
+
+namespace agentkit::testing {
+namespace {
+
+// `text` in up to three pieces, cut only before a UTF-8 lead byte.
+std::vector<std::string> fragments(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  for (int piece = 1; piece < 3 && from < text.size(); ++piece) {
+    std::size_t at = std::max(from + 1, text.size() * piece / 3);
+    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+    if (at >= text.size()) break;
+    out.push_back(text.substr(from, at - from));
+    from = at;
+  }
+  if (from < text.size()) out.push_back(text.substr(from));
+  return out;
+}
+
+// The deltas a streaming adapter would emit for `turn`, in reply order.
+void stream(const Turn& turn, const RunContext& ctx) {
+  for (const auto& part : turn.parts) {
+    if (const auto* r = std::get_if<ReasoningPart>(&part)) {
+      for (auto& f : fragments(r->text)) ctx.emit(ReasoningDelta{std::move(f)});
+    } else if (const auto* t = std::get_if<TextPart>(&part)) {
+      for (auto& f : fragments(t->text)) ctx.emit(TextDelta{std::move(f)});
+    }
+  }
+  for (auto& f : fragments(turn.content)) ctx.emit(TextDelta{std::move(f)});
+  for (std::size_t i = 0; i < turn.tool_calls.size(); ++i) {
+    const ToolCall& call = turn.tool_calls[i];
+    ctx.emit(ToolCallDelta{i, call.id, call.name, {}});
+    const std::string arguments = !call.arguments_text.empty() ? call.arguments_text
+                                  : call.arguments.is_null()  ? std::string("{}")
+                                                              : call.arguments.dump();
+    for (auto& f : fragments(arguments)) ctx.emit(ToolCallDelta{i, call.id, call.name, std::move(f)});
+  }
+}
+
+}  // namespace
+
+ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext& ctx) {
+  std::unique_lock lock(mutex_);
   const std::size_t call = next_ + 1;
   if (record_) {
     Request r{std::string(request.model), std::string(request.system),
@@ -27,6 +69,12 @@ ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext&) {
   response.finish_reason = !turn.finish_reason.empty() ? turn.finish_reason
                            : turn.tool_calls.empty()    ? "stop"
                                                         : "tool_calls";
+  if (streaming_) {
+    // Emitted unlocked: an observer may call back into this FakeLLM.
+    const Turn streamed = turn;
+    lock.unlock();
+    stream(streamed, ctx);
+  }
   return response;
 }
 
@@ -53,6 +101,11 @@ void FakeLLM::record_requests(bool on) {
 void FakeLLM::rewind() {
   std::lock_guard lock(mutex_);
   next_ = 0;
+}
+
+void FakeLLM::streaming(bool on) {
+  std::lock_guard lock(mutex_);
+  streaming_ = on;
 }
 
 }  // namespace agentkit::testing

@@ -363,6 +363,89 @@ TEST_CASE("text from an Anthropic stream arrives as text_delta events", "[cli]")
   CHECK(model.requests().at(0).header("x-api-key") == kApiKey);
 }
 
+// One Anthropic turn: thinking, then the answer text.
+WireServer::Response thinking_then_text() {
+  WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  auto event = [](const std::string& type, const Json& data) {
+    return "event: " + type + "\ndata: " + data.dump() + "\n\n";
+  };
+  auto delta = [&](int index, const Json& d) {
+    return event("content_block_delta", {{"type", "content_block_delta"}, {"index", index}, {"delta", d}});
+  };
+  r.chunks = {
+      event("message_start", {{"type", "message_start"}, {"message", {{"usage", {{"input_tokens", 9}}}}}}),
+      event("content_block_start", {{"type", "content_block_start"}, {"index", 0},
+                                    {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}}),
+      delta(0, {{"type", "thinking_delta"}, {"thinking", "A greeting, "}}),
+      delta(0, {{"type", "thinking_delta"}, {"thinking", "in Portuguese."}}),
+      delta(0, {{"type", "signature_delta"}, {"signature", "c2lnbmF0dXJl"}}),
+      event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}),
+      event("content_block_start",
+            {{"type", "content_block_start"}, {"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}}),
+      delta(1, {{"type", "text_delta"}, {"text", "Bom dia."}}),
+      event("content_block_stop", {{"type", "content_block_stop"}, {"index", 1}}),
+      event("message_delta",
+            {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}, {"usage", {{"output_tokens", 3}}}}),
+      event("message_stop", {{"type", "message_stop"}})};
+  return r;
+}
+
+TEST_CASE("--json prints reasoning_delta lines; the human view shows the text, not the reasoning", "[cli][deltas]") {
+  TempDir dir;
+  WireServer model;
+  model.enqueue(thinking_then_text());
+  model.enqueue(thinking_then_text());
+  const auto file = dir.write("a.yaml", "name: atlas\nmodel: anthropic/claude-test\nbase_url: " + model.base_url() +
+                                            "\napi_key_env: AGENTKIT_TEST_KEY\nprompt: Greet.\n");
+  const Outcome json = run_cli(dir, {"run", file.string(), "Greet me", "--json", "--store", dir.store()});
+  CHECK(json.exit_code == 0);
+  std::vector<std::string> reasoning, types;
+  for (const Json& line : json_lines(json.out)) {
+    types.push_back(line["type"]);
+    if (line["type"] == "reasoning_delta") reasoning.push_back(line["text"]);
+  }
+  CHECK(reasoning == std::vector<std::string>{"A greeting, ", "in Portuguese."});
+  CHECK(json.out.find("c2lnbmF0dXJl") == std::string::npos);  // the signature never streams
+  const auto first_text = std::find(types.begin(), types.end(), "text_delta");
+  CHECK(std::find(types.begin(), first_text, "reasoning_delta") != first_text);  // stream order
+
+  const Outcome human = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()});
+  CHECK(human.exit_code == 0);
+  CHECK(human.out.find("Bom dia.") != std::string::npos);
+  CHECK(human.out.find("Portuguese") == std::string::npos);
+  CHECK(human.err.find("Portuguese") == std::string::npos);
+}
+
+TEST_CASE("--json prints tool_call_delta lines that join to the call's arguments", "[cli][deltas][memory]") {
+  TempDir dir;
+  WireServer model;
+  const Json arguments = {{"command", "create"}, {"path", "/memories/lisbon.md"}, {"file_text", "Population: 545,000\n"}};
+  model.enqueue(calls({{"c1", "memory", arguments}}));
+  model.enqueue(answer({"Noted."}));
+  const auto file = dir.write("atlas.yaml", agent_yaml(model, "tools:\n  - memory: {dir: ./notes}\n"));
+  const Outcome r = run_cli(dir, {"run", file.string(), "Remember Lisbon's size", "--json", "--store", dir.store()});
+  CHECK(r.exit_code == 0);
+  std::vector<Json> deltas;
+  std::vector<std::string> types;
+  for (const Json& line : json_lines(r.out)) {
+    types.push_back(line["type"]);
+    if (line["type"] == "tool_call_delta") deltas.push_back(line);
+  }
+  REQUIRE_FALSE(deltas.empty());
+  std::string joined;
+  for (const Json& d : deltas) {
+    CHECK(d["index"] == 0);
+    CHECK(d["call_id"] == "c1");
+    CHECK(d["name"] == "memory");
+    joined += d["arguments"].get<std::string>();
+  }
+  CHECK(Json::parse(joined) == arguments);
+  const auto delta_at = std::find(types.begin(), types.end(), "tool_call_delta");
+  const auto started_at = std::find(types.begin(), types.end(), "tool_call_started");
+  CHECK(delta_at < started_at);
+}
+
 TEST_CASE("agentkit run keeps runs in AGENTKIT_HOME by default", "[cli]") {
   TempDir dir;
   WireServer model;

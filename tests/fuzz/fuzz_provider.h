@@ -60,7 +60,7 @@ inline const char* content_type(std::uint8_t selector, bool streaming) {
 struct Outcome {
   std::optional<ModelResponse> response;
   std::optional<providers::ErrorCode> error;
-  std::string text;  // what on_text received, in order
+  std::string text;  // the TextDeltas received, in order
 };
 
 template <class Accumulator>
@@ -68,7 +68,11 @@ Outcome read_reply(const providers::ReplyFormat& format, std::string_view body, 
                    const std::vector<std::size_t>& cuts) {
   Outcome out;
   std::unique_ptr<providers::StreamAccumulator> accumulator;
-  if (streaming) accumulator = std::make_unique<Accumulator>([&](std::string_view t) { out.text.append(t); });
+  if (streaming) {
+    accumulator = std::make_unique<Accumulator>([&](providers::StreamDelta d) {
+      if (const auto* t = std::get_if<TextDelta>(&d)) out.text.append(t->text);
+    });
+  }
   providers::ReplyReader reader(format, "http://fuzz.invalid/v1", std::move(accumulator));
   providers::HttpResponse head;
   head.status = 200;

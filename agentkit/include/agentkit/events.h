@@ -2,6 +2,7 @@
 // Typed events a run emits. Hosts receive them through an Observer (blocking
 // `run`) or drain them from a RunHandle on their own thread.
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -172,9 +173,38 @@ struct McpProgress {
   EventInfo info;
 };
 
+// A fragment of one tool call's arguments as a streaming model produces it.
+// Informational and provisional, like TextDelta: the whole message still
+// ends the call (ModelCallFinished), and the tool call that runs is the one
+// assembled from the complete, validated reply, never from deltas. A stream
+// cut short fails the model call (truncated) after its deltas were emitted,
+// and no tool runs. Fragments come in order, interleaved with the reply's
+// other deltas as the stream has them; the transport retries a request only
+// before its body begins, so no fragment is emitted twice. `arguments` is
+// raw JSON text, valid JSON only once a call's fragments are joined.
+// Adapters that do not stream emit none; the final-answer tool of a
+// declared output type (Anthropic) emits none either.
+struct ToolCallDelta {
+  std::size_t index = 0;  // the call's position in the reply's tool calls
+  std::string id;         // the call id and tool name as known so far: the
+  std::string name;       // provider sends them with the call's first fragment
+  std::string arguments;  // the next piece of the arguments' JSON text (often empty on a call's first)
+  EventInfo info;
+};
+
+// A fragment of the model's reasoning (its thinking, or a summary of it) as
+// a streaming model produces it, in order. Informational and provisional:
+// the reply's ReasoningPart comes whole with the message (ModelCallFinished).
+// Only the readable text streams; a signature or encrypted (redacted)
+// content never does.
+struct ReasoningDelta {
+  std::string text;
+  EventInfo info;
+};
+
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
                            RunSuspended, RunFinished, Progress, McpProgress, TextDelta, ToolCallRefused,
-                           ApprovalDecided>;
+                           ApprovalDecided, ToolCallDelta, ReasoningDelta>;
 
 // The metadata of any event (its `info` member).
 const EventInfo& info_of(const Event& event) noexcept;

@@ -82,9 +82,18 @@ ModelResponse anthropic_response(const Json& body);
 // running it. Events are parsed under the default JsonLimits.
 class AnthropicStreamAccumulator final : public StreamAccumulator {
  public:
-  // `on_text`, when set, receives each text fragment as it is decoded.
-  explicit AnthropicStreamAccumulator(std::function<void(std::string_view)> on_text = {})
-      : on_text_(std::move(on_text)) {}
+  // `deltas`, when set, receives each fragment as it is decoded: text_delta
+  // as TextDelta; a tool_use block as ToolCallDelta (one at
+  // content_block_start with its id and name, then one per non-empty
+  // input_json_delta `partial_json`; `index` counts tool_use blocks only);
+  // thinking_delta as ReasoningDelta. signature_delta and redacted_thinking
+  // stream nothing. `hidden_tool`, when not empty, names a tool_use block
+  // that streams no delta and is not counted: the final-answer tool of a
+  // declared output type (kFinalAnswerTool), whose input is the answer, not
+  // a call (it reaches the run whole, as the reply's text). More than
+  // kMaxStreamedReplyBytes of fragments is ProviderError(protocol).
+  explicit AnthropicStreamAccumulator(DeltaSink deltas = {}, std::string hidden_tool = {})
+      : deltas_(std::move(deltas)), hidden_tool_(std::move(hidden_tool)) {}
   void on_event(const SseEvent& event) override;
   bool done() const noexcept override { return done_; }
   // The response so far, also for a stream cut short: ReplyReader refuses
@@ -102,8 +111,15 @@ class AnthropicStreamAccumulator final : public StreamAccumulator {
     std::string partial_json;
     Json input;
     bool stopped = false;
+    std::size_t call = 0;  // tool_use: its index among the streamed tool calls
+    bool hidden = false;   // tool_use of hidden_tool_: streams no delta
   };
-  std::function<void(std::string_view)> on_text_;
+  void count(std::size_t bytes);
+
+  DeltaSink deltas_;
+  std::string hidden_tool_;
+  std::size_t calls_ = 0;     // tool_use blocks started (not hidden)
+  std::size_t streamed_ = 0;  // fragment bytes so far, against kMaxStreamedReplyBytes
   std::vector<Block> blocks_;  // by index
   std::string stop_reason_;
   Usage usage_;

@@ -67,8 +67,16 @@ ModelResponse openai_chat_response(const Json& body);
 // parsed under the default JsonLimits.
 class OpenAIStreamAccumulator final : public StreamAccumulator {
  public:
-  // `on_text`, when set, receives each content fragment as it is decoded.
-  explicit OpenAIStreamAccumulator(std::function<void(std::string_view)> on_text = {}) : on_text_(std::move(on_text)) {}
+  // `deltas`, when set, receives each fragment as it is decoded: content as
+  // TextDelta; `tool_calls[]` as ToolCallDelta (one when a call's index
+  // first appears, carrying its id and name, then one per non-empty
+  // `arguments` fragment). A refusal streams no delta (it is a RefusalPart
+  // of the message), nor does a compatible server's `reasoning` /
+  // `reasoning_content` (this adapter does not read reasoning). A tool call
+  // index past 1024 or negative, an `arguments` fragment that is not a
+  // string, or more than kMaxStreamedReplyBytes of fragments is
+  // ProviderError(protocol).
+  explicit OpenAIStreamAccumulator(DeltaSink deltas = {}) : deltas_(std::move(deltas)) {}
   void on_event(const SseEvent& event) override;
   bool done() const noexcept override { return done_; }
   // The response so far, also for a stream cut short: ReplyReader refuses
@@ -80,8 +88,12 @@ class OpenAIStreamAccumulator final : public StreamAccumulator {
     std::string id;
     std::string name;
     std::string arguments;
+    bool announced = false;  // its first ToolCallDelta went out
   };
-  std::function<void(std::string_view)> on_text_;
+  void count(std::size_t bytes);
+
+  DeltaSink deltas_;
+  std::size_t streamed_ = 0;  // fragment bytes so far, against kMaxStreamedReplyBytes
   std::string content_;
   std::string refusal_;
   std::vector<PartialCall> calls_;  // by index

@@ -15,20 +15,40 @@
 // - anything else (an HTML proxy page, an event stream answering a
 //   non-streaming request) is ProviderError(protocol) naming the URL and the
 //   content type;
+// - a stream whose text, reasoning and tool-call argument fragments together
+//   pass kMaxStreamedReplyBytes is ProviderError(protocol), so a hostile
+//   stream of endless tiny fragments cannot grow memory without bound;
 // - bodies and stream events are parsed under JsonLimits, and JSON of the
 //   wrong shape or range is ProviderError(protocol), never a raw nlohmann
 //   exception.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 
+#include <agentkit/events.h>
 #include <agentkit/json.h>
 #include <agentkit/model.h>
 #include <agentkit/providers/sse.h>
 #include <agentkit/providers/transport.h>
 
 namespace agentkit::providers {
+
+// One fragment of a streamed reply, as an accumulator decodes it: text,
+// a tool call's arguments, or reasoning (see <agentkit/events.h>).
+using StreamDelta = std::variant<TextDelta, ToolCallDelta, ReasoningDelta>;
+
+// Receives a streamed reply's deltas in stream order, on the thread feeding
+// the ReplyReader, as each event is decoded (before the reply is judged
+// complete: deltas are provisional). The adapters' models pass one that
+// emits each delta as an event of the run. It must not throw.
+using DeltaSink = std::function<void(StreamDelta)>;
+
+// The most bytes of text, reasoning and tool-call arguments one streamed
+// reply may carry in total: 16 MiB, far past any model's output limit.
+inline constexpr std::size_t kMaxStreamedReplyBytes = 16u << 20;
 
 // One adapter's decoder for the SSE events of one streamed reply.
 class StreamAccumulator {

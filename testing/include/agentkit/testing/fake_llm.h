@@ -79,12 +79,26 @@ class FakeLLM final : public Model {
   void record_requests(bool on);
   // Replays the script from the start (benchmarks reuse one script).
   void rewind();
+  // Off by default. On: each turn streams before it replies, as a streaming
+  // adapter does, through ctx.emit in reply order: a ReasoningDelta per
+  // ReasoningPart's text and a TextDelta per TextPart, then `content` as
+  // TextDeltas, then each tool call as ToolCallDeltas (the first carrying
+  // its id and name with empty arguments, then its arguments text —
+  // `arguments_text`, or `arguments` dumped — in fragments). Text is split
+  // into up to three fragments on UTF-8 boundaries; joined, the fragments
+  // are the reply's. A turn that throws streams nothing.
+  //
+  // Example:
+  //   auto llm = FakeLLM::script({Turn{.content = "Lisbon has about 545,000 residents."}});
+  //   llm->streaming(true);  // the run's events now carry TextDeltas
+  void streaming(bool on);
 
  private:
   mutable std::mutex mutex_;
   std::vector<Turn> turns_;
   std::size_t next_ = 0;
   bool record_ = true;
+  bool streaming_ = false;
   std::vector<Request> requests_;
 };
 
