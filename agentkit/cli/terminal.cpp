@@ -262,19 +262,10 @@ Json result_json(const RunResult& result, const std::string& resume_command) {
             {"stop_reason", std::string(to_string(result.stop_reason))},
             {"exit_code", static_cast<int>(exit_code(result))},
             {"output", result.output},
-            {"error", result.failure ? result.failure->message : std::string()},
             {"iterations", result.iterations},
             {"usage", to_json(result.usage)},
             {"pending", std::move(pending)}};
-  if (const auto& f = result.failure) {
-    j["error_code"] = to_string(f->code);
-    Json details = Json::object();
-    if (!f->model.empty()) details["model"] = f->model;
-    if (f->http_status != 0) details["http_status"] = f->http_status;
-    if (f->retryable) details["retryable"] = true;
-    if (f->retry_after) details["retry_after_ms"] = f->retry_after->count();
-    if (!details.empty()) j["failure"] = std::move(details);
-  }
+  write_failure(j, result.failure);
   if (result.stop_reason == StopReason::suspended) j["resume"] = resume_command + " --approve all";
   return j;
 }

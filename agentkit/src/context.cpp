@@ -99,13 +99,23 @@ CancellationToken CancellationToken::child(std::optional<Clock::time_point> dead
   return CancellationToken(std::move(state));
 }
 
-void CancellationToken::sleep_for(Clock::duration duration) const {
+void CancellationToken::sleep_for(Clock::duration duration, std::stop_token wake) const {
   auto until = Clock::now() + duration;
   if (state_->deadline) until = std::min(until, *state_->deadline);
   std::mutex mutex;
-  std::condition_variable_any wake;
+  std::condition_variable_any cv;
+  bool woken = false;
+  // Runs here at once when `wake` is already stopped; its destructor (after
+  // `lock` releases the mutex) waits for a callback in flight.
+  const std::stop_callback on_wake(wake, [&] {
+    {
+      std::lock_guard guard(mutex);
+      woken = true;
+    }
+    cv.notify_all();
+  });
   std::unique_lock lock(mutex);
-  wake.wait_until(lock, stop_token(), until, [] { return false; });
+  cv.wait_until(lock, stop_token(), until, [&] { return woken; });
 }
 
 bool EventQueue::push(Event e) {

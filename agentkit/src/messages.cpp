@@ -96,18 +96,22 @@ std::string describe(const ContentPart& part) {
                     part);
 }
 
+void check_part(const ContentPart& part, const ContentLimits& limits) {
+  check_part(part);
+  const std::size_t bytes = part_bytes(part);
+  if (bytes > limits.max_part_bytes) {
+    throw ContentTooLarge("content part (" + describe(part) + ") is over the per-part cap of " +
+                              std::to_string(limits.max_part_bytes) + " bytes",
+                          bytes, limits.max_part_bytes);
+  }
+}
+
 void check_content(std::span<const Message> messages, const ContentLimits& limits) {
   std::size_t total = 0;
   for (const auto& m : messages) {
     for (const auto& part : m.content) {
-      check_part(part);
-      const std::size_t bytes = part_bytes(part);
-      if (bytes > limits.max_part_bytes) {
-        throw ContentTooLarge("content part (" + describe(part) + ") is over the per-part cap of " +
-                                  std::to_string(limits.max_part_bytes) + " bytes",
-                              bytes, limits.max_part_bytes);
-      }
-      total += bytes;
+      check_part(part, limits);
+      total += part_bytes(part);
     }
   }
   if (total > limits.max_request_bytes) {

@@ -86,17 +86,8 @@ Json run_state_document(const RunState& s, Json history_json) {
                {"session_base", s.session_base},
                {"usage", agentkit::to_json(s.usage)},
                {"stop_reason", to_string(s.stop_reason)},
-               {"output", s.output},
-               {"error", s.failure ? s.failure->message : std::string()}};
-  if (const auto& f = s.failure) {
-    doc["error_code"] = to_string(f->code);
-    Json details = Json::object();
-    if (!f->model.empty()) details["model"] = f->model;
-    if (f->http_status != 0) details["http_status"] = f->http_status;
-    if (f->retryable) details["retryable"] = true;
-    if (f->retry_after) details["retry_after_ms"] = f->retry_after->count();
-    if (!details.empty()) doc["failure"] = std::move(details);
-  }
+               {"output", s.output}};
+  write_failure(doc, s.failure);
   if (s.model_settings) doc["model_settings"] = s.model_settings->to_json();
   return doc;
 }
@@ -170,28 +161,10 @@ RunState RunState::from_json(const Json& j) {
     s.stop_reason = parse_enum(stop_reason_from_string(stop_reason), stop_reason, "stop reason");
     s.output = j.at("output").get<std::string>();
     s.signature = j.value("signature", std::string());
-    auto error = j.at("error").get<std::string>();
-    const auto code = j.find("error_code");
     if (s.stop_reason != StopReason::answered && s.stop_reason != StopReason::suspended) {
-      Failure f{.code = default_code(s.stop_reason), .message = std::move(error)};
-      if (code != j.end()) {
-        // v3 wrote the providers' own names for two codes.
-        const auto name = code->get<std::string>();
-        const auto legacy = name == "invalid" ? std::optional(ErrorCode::invalid_argument)
-                            : name == "permission" ? std::optional(ErrorCode::permission_denied)
-                                                   : error_code_from_string(name);
-        f.code = parse_enum(legacy, name, "error code");
-      }
-      if (auto details = j.find("failure"); details != j.end()) {
-        f.model = details->value("model", std::string());
-        f.http_status = json_integer<int>(details->value("http_status", Json(0)), "run state: failure.http_status");
-        f.retryable = details->value("retryable", false);
-        if (details->contains("retry_after_ms")) {
-          f.retry_after = std::chrono::milliseconds(
-              json_integer<std::int64_t>(details->at("retry_after_ms"), "run state: failure.retry_after_ms"));
-        }
-      }
-      s.failure = std::move(f);
+      s.failure = read_failure(j, default_code(s.stop_reason), "run state");
+    } else {
+      static_cast<void>(j.at("error").get<std::string>());  // every version writes it
     }
     if (auto settings = j.find("model_settings"); settings != j.end()) {
       try {

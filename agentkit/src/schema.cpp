@@ -6,6 +6,12 @@
 
 namespace agentkit {
 
+std::string detail::not_one_of(const Json& allowed, const Json& got) {
+  std::string options;
+  for (const auto& option : allowed) options += (options.empty() ? "" : ", ") + preview(option);
+  return "expected one of [" + options + "], got " + preview(got);
+}
+
 bool DecodeState::fail(std::string reason) {
   invalid.push_back({path_.empty() ? std::string("(value)") : path_, std::move(reason)});
   return false;

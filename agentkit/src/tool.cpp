@@ -7,8 +7,14 @@
 
 #include <agentkit/detail/schema_type.h>
 #include <agentkit/errors.h>
+#include <agentkit/schema.h>
 
 namespace agentkit {
+namespace {
+// Argument values are parsed under JsonLimits; this bounds a schema walk
+// whatever the value (a recursive schema, a hand-built document).
+constexpr std::size_t kMaxSchemaDepth = 64;
+}  // namespace
 
 std::string Tool::format_status(const Json& arguments) const {
   const auto& status = spec().status;
@@ -39,9 +45,11 @@ bool detail::matches_schema_type(const Json& value, std::string_view type) noexc
 
 namespace {
 
-// Why `value` does not fit the property schema `schema` ("" when it does).
+using Invalid = ToolArgumentError::Invalid;
+
+// Why `value` does not fit the type or enum of the property schema `schema`
+// ("" when it does).
 std::string misfit(const Json& value, const Schema& schema) {
-  if (!schema.is_object()) return {};
   if (auto type = schema.find("type"); type != schema.end()) {
     std::vector<std::string> types;
     if (type->is_string()) types.push_back(type->get<std::string>());
@@ -58,12 +66,71 @@ std::string misfit(const Json& value, const Schema& schema) {
   }
   if (auto allowed = schema.find("enum"); allowed != schema.end() && allowed->is_array()) {
     if (std::none_of(allowed->begin(), allowed->end(), [&](const Schema& option) { return Json(option) == value; })) {
-      std::string options;
-      for (const auto& option : *allowed) options += (options.empty() ? "" : ", ") + preview(Json(option));
-      return "expected one of [" + options + "], got " + preview(value);
+      return detail::not_one_of(Json(*allowed), value);
     }
   }
   return {};
+}
+
+const Schema& properties_of(const Schema& schema) {
+  static const Schema empty = Schema::object();
+  const auto found = schema.find("properties");
+  return found != schema.end() && found->is_object() ? *found : empty;
+}
+
+bool is_required(const Schema& schema, const std::string& key) {
+  const auto required = schema.find("required");
+  return required != schema.end() && required->is_array() &&
+         std::any_of(required->begin(), required->end(), [&](const Schema& k) { return k.is_string() && k == key; });
+}
+
+std::string member_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+void check_value(const Json& value, const Schema& schema, const std::string& path, std::vector<Invalid>& invalid,
+                 std::size_t depth);
+
+// The members of a nested object, as the typed decoder reports them (at the
+// object's path): unknown keys where the schema is closed, then each
+// property in declaration order, missing or misfitting; keys the schema
+// does not name are checked against an additionalProperties schema.
+void check_members(const Json& value, const Schema& schema, const std::string& path, std::vector<Invalid>& invalid,
+                   std::size_t depth) {
+  const Schema& properties = properties_of(schema);
+  const auto extra = schema.find("additionalProperties");
+  for (const auto& [key, member] : value.items()) {
+    if (properties.contains(key)) continue;
+    if (extra != schema.end() && extra->is_boolean() && !extra->get<bool>()) {
+      invalid.push_back({path, "unexpected field '" + key + "'"});
+    } else if (extra != schema.end() && extra->is_object()) {
+      check_value(member, *extra, member_path(path, key), invalid, depth + 1);
+    }
+  }
+  for (const auto& [key, property] : properties.items()) {
+    if (auto member = value.find(key); member != value.end()) {
+      check_value(*member, property, member_path(path, key), invalid, depth + 1);
+    } else if (is_required(schema, key)) {
+      invalid.push_back({path, "missing required field '" + key + "'"});
+    }
+  }
+}
+
+// Appends why `value` (at `path`) does not fit `schema`: its type or enum,
+// else the members of an object and the items of an array, with the paths
+// DecodeState writes ("stops[1].city"). Other keywords constrain nothing here.
+void check_value(const Json& value, const Schema& schema, const std::string& path, std::vector<Invalid>& invalid,
+                 std::size_t depth) {
+  if (!schema.is_object() || depth > kMaxSchemaDepth) return;
+  if (std::string why = misfit(value, schema); !why.empty()) {
+    invalid.push_back({path, std::move(why)});
+  } else if (value.is_object()) {
+    check_members(value, schema, path, invalid, depth);
+  } else if (auto items = schema.find("items"); value.is_array() && items != schema.end() && items->is_object()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      check_value(value[i], *items, path + "[" + std::to_string(i) + "]", invalid, depth + 1);
+    }
+  }
 }
 
 }  // namespace
@@ -71,9 +138,7 @@ std::string misfit(const Json& value, const Schema& schema) {
 void Tool::check_arguments(const Json& arguments) const {
   if (!spec().parameters) return;
   const Schema& schema = *spec().parameters;
-  const Schema empty = Schema::object();
-  const auto found = schema.find("properties");
-  const Schema& properties = found != schema.end() && found->is_object() ? *found : empty;
+  const Schema& properties = properties_of(schema);
   std::vector<std::string> accepted;
   for (const auto& [key, value] : properties.items()) accepted.push_back(key);
   if (!arguments.is_object()) {
@@ -84,7 +149,7 @@ void Tool::check_arguments(const Json& arguments) const {
   }
   std::vector<std::string> missing;
   std::vector<std::string> unexpected;
-  std::vector<ToolArgumentError::Invalid> invalid;
+  std::vector<Invalid> invalid;
   if (auto required = schema.find("required"); required != schema.end() && required->is_array()) {
     for (const auto& key : *required) {
       if (key.is_string() && !arguments.contains(key.get<std::string>())) missing.push_back(key.get<std::string>());
@@ -94,11 +159,11 @@ void Tool::check_arguments(const Json& arguments) const {
   const bool closed =
       !spec().accepts_extra_arguments && extra != schema.end() && extra->is_boolean() && !extra->get<bool>();
   for (const auto& [key, value] : arguments.items()) {
-    if (auto property = properties.find(key); property != properties.end()) {
-      if (std::string why = misfit(value, *property); !why.empty()) invalid.push_back({key, std::move(why)});
-    } else if (closed) {
-      unexpected.push_back(key);
-    }
+    if (closed && !properties.contains(key)) unexpected.push_back(key);
+  }
+  // In declaration order, as a function tool decodes its parameters.
+  for (const auto& [key, property] : properties.items()) {
+    if (auto value = arguments.find(key); value != arguments.end()) check_value(*value, property, key, invalid, 1);
   }
   if (!missing.empty() || !unexpected.empty() || !invalid.empty()) {
     throw ToolArgumentError(name(), std::move(missing), std::move(unexpected), std::move(invalid), std::move(accepted));

@@ -30,12 +30,9 @@ namespace {
 std::optional<std::string> parts_problem(const ToolResult& result, const ContentLimits& limits) {
   for (const auto& part : result.parts) {
     try {
-      check_part(part);
-    } catch (const InvalidContent& e) {
+      check_part(part, limits);
+    } catch (const Error& e) {  // InvalidContent, ContentTooLarge
       return std::string(e.what());
-    }
-    if (part_bytes(part) > limits.max_part_bytes) {
-      return describe(part) + " is over the per-part cap of " + std::to_string(limits.max_part_bytes) + " bytes";
     }
   }
   return std::nullopt;

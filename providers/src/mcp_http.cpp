@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -90,8 +90,11 @@ class HttpTransport final : public McpTransport {
   void interpret(const Json& message, const std::string& session_sent, Reply& reply);
   void expire(const std::string& session_sent);
   void stream_loop();
-  // Waits up to `duration`; true once closed. Returns early on a new session.
+  // Waits up to `duration`; true once closed. Returns early on a new session
+  // (one after `generation`) or on close.
   bool wait_stop(milliseconds duration, std::uint64_t generation);
+  // Bumps the session generation and wakes wait_stop. Under mutex_.
+  void new_session();
 
   McpHttpServer server_;
   Redactor secrets_;
@@ -102,7 +105,7 @@ class HttpTransport final : public McpTransport {
 
   mutable std::mutex mutex_;
   std::mutex order_mutex_;  // serialises the POSTs of notifications and replies
-  std::condition_variable stop_cv_;
+  std::stop_source session_changed_;  // stopped (and replaced) when the session changes: wakes wait_stop
   Callbacks callbacks_;
   bool started_ = false;
   bool closed_ = false;
@@ -217,8 +220,7 @@ Reply HttpTransport::exchange(HttpRequest request, const Json* request_message, 
       std::lock_guard lock(mutex_);
       if (session_id_ != *session) {
         session_id_ = std::string(*session);
-        ++session_generation_;
-        stop_cv_.notify_all();
+        new_session();
       }
     }
   };
@@ -307,8 +309,7 @@ void HttpTransport::expire(const std::string& session_sent) {
   if (session_id_ == session_sent) {
     session_id_.clear();
     last_event_id_.clear();
-    ++session_generation_;
-    stop_cv_.notify_all();
+    new_session();
   }
 }
 
@@ -351,9 +352,22 @@ void HttpTransport::stream_loop() {
   }
 }
 
+void HttpTransport::new_session() {
+  ++session_generation_;
+  session_changed_.request_stop();
+  session_changed_ = std::stop_source();
+}
+
 bool HttpTransport::wait_stop(milliseconds duration, std::uint64_t generation) {
-  std::unique_lock lock(mutex_);
-  return stop_cv_.wait_for(lock, duration, [&] { return closed_ || session_generation_ != generation; }) && closed_;
+  std::stop_token session_changed;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || session_generation_ != generation) return closed_;
+    session_changed = session_changed_.get_token();
+  }
+  cancel_.sleep_for(duration, session_changed);  // close() cancels cancel_
+  std::lock_guard lock(mutex_);
+  return closed_;
 }
 
 // Stops every exchange, then DELETEs the session (briefly; errors ignored).
@@ -369,8 +383,7 @@ void HttpTransport::close() {
     stream = std::move(stream_thread_);
     session = session_id_;
   }
-  stop_cv_.notify_all();
-  cancel_.cancel();
+  cancel_.cancel();  // wakes wait_stop too
   for (auto& worker : workers) worker.thread.join();
   if (stream.joinable()) stream.join();
   if (session.empty()) return;

@@ -107,12 +107,6 @@ bool allowed_value(const RestParam& p, const Json& value) {
   return allowed.empty() || std::find(allowed.begin(), allowed.end(), value) != allowed.end();
 }
 
-std::string allowed_list(const RestParam& p) {
-  std::string out;
-  for (const auto& v : p.options.allowed) out += (out.empty() ? "" : ", ") + preview(v);
-  return "[" + out + "]";
-}
-
 Schema param_schema(const RestParam& p) {
   Schema s = with_type(p.options, [](auto tag) { return schema_of<typename decltype(tag)::type>(); });
   detail::add_description(s, p.description);
@@ -476,7 +470,7 @@ RestTool::Prepared RestTool::prepare(const Json& arguments) const {
     Json value;
     if (!decode_value(p, *it, value, st)) continue;
     if (!allowed_value(p, value)) {
-      st.fail("expected one of " + allowed_list(p) + ", got " + preview(value));
+      st.fail(detail::not_one_of(Json(p.options.allowed), value));
       continue;
     }
     if (p.in == ParamIn::path) {

@@ -14,6 +14,7 @@
 #include <agentkit/testing/test_context.h>
 
 #include "../helpers/timing.h"
+#include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
 using agentkit::Decision;
@@ -24,6 +25,7 @@ using agentkit::cognition::react;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
+using agentkit_test::call;
 
 namespace {
 
@@ -51,8 +53,6 @@ struct Refunds {
     });
   }
 };
-
-ToolCall call(std::string id, std::string name, Json args) { return ToolCall{std::move(id), std::move(name), std::move(args), {}}; }
 
 }  // namespace
 

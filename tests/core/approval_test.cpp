@@ -18,6 +18,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::AuditRecord;
 using agentkit::Autonomy;
@@ -38,6 +40,7 @@ using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
 using Status = agentkit::ToolResult::Status;
+using agentkit_test::call;
 
 namespace {
 
@@ -99,10 +102,6 @@ RunContext run_ctx(std::string run_id, Autonomy tier = Autonomy::automatic, agen
   ctx.correlation_id = std::move(run_id);
   ctx.autonomy = tier;
   return ctx;
-}
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
 }
 
 }  // namespace

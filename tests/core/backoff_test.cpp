@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <stop_token>
 #include <thread>
 
 #include <agentkit/backoff.h>
@@ -53,4 +54,45 @@ TEST_CASE("CancellationToken::sleep_for ends at cancellation or the deadline, wh
   soon.sleep_for(10s);
   CHECK(Clock::now() - start < 5s);
   CHECK(soon.cancelled());
+}
+
+TEST_CASE("CancellationToken::sleep_for also ends when its wake token stops, and only then", "[backoff]") {
+  using Clock = std::chrono::steady_clock;
+  agentkit::CancellationToken token;
+  std::stop_source wake;
+  std::thread waker([&] {
+    std::this_thread::sleep_for(30ms);
+    wake.request_stop();
+  });
+  auto start = Clock::now();
+  token.sleep_for(10s, wake.get_token());
+  CHECK(Clock::now() - start < 5s);
+  CHECK_FALSE(token.cancelled());  // waking is not cancelling
+  waker.join();
+
+  // Already stopped: no wait at all.
+  start = Clock::now();
+  token.sleep_for(10s, wake.get_token());
+  CHECK(Clock::now() - start < 5s);
+
+  // A wake token that never stops: cancellation and the deadline still end the wait.
+  std::stop_source idle;
+  auto soon = token.child(Clock::now() + 30ms);
+  start = Clock::now();
+  soon.sleep_for(10s, idle.get_token());
+  CHECK(Clock::now() - start < 5s);
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(30ms);
+    token.cancel();
+  });
+  start = Clock::now();
+  token.sleep_for(10s, idle.get_token());
+  CHECK(Clock::now() - start < 5s);
+  canceller.join();
+
+  // Nothing to wake it: the whole duration.
+  agentkit::CancellationToken quiet;
+  start = Clock::now();
+  quiet.sleep_for(50ms, idle.get_token());
+  CHECK(Clock::now() - start >= 50ms);
 }

@@ -23,6 +23,7 @@
 #include <agentkit/testing/test_context.h>
 
 #include "../helpers/timing.h"
+#include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
 using agentkit::Json;
@@ -35,14 +36,11 @@ using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
 using namespace std::chrono_literals;
+using agentkit_test::call;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-ToolCall call(std::string id, std::string name, Json args = Json::object()) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
 
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
   const auto until = Clock::now() + limit;

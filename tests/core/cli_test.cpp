@@ -28,10 +28,15 @@
 #include <agentkit/json.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/files.h"
+#include "../helpers/wire_replies.h"
+
 extern char** environ;
 
 using agentkit::Json;
 using agentkit::testing::WireServer;
+using agentkit_test::json_reply;
+using agentkit_test::read_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,13 +62,6 @@ struct TempDir {
   }
   std::string store() const { return (path / "state.db").string(); }
 };
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 struct Outcome {
   int exit_code = -1;
@@ -233,14 +231,6 @@ WireServer::Response calls(const std::vector<std::tuple<std::string, std::string
                     {"function", {{"name", name}, {"arguments", arguments.dump()}}}});
   }
   return sse({{{"tool_calls", list}}}, "tool_calls");
-}
-
-WireServer::Response json_response(const Json& body, int status = 200) {
-  WireServer::Response r;
-  r.status = status;
-  r.headers = {{"content-type", "application/json"}};
-  r.body = body.dump();
-  return r;
 }
 
 // Waits, up to a minute, until `model` has received a request.
@@ -522,7 +512,7 @@ TEST_CASE("a run that needs approval suspends off a terminal and resume continue
   WireServer model, shop;
   model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
   model.enqueue(answer({"Refunded order A-1."}));
-  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-9"}, {"status", "done"}}); });
+  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}, {"status", "done"}}); });
   const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
 
   const Outcome first = run_cli(dir, {"run", file.string(), "Refund order A-1", "--store", dir.store()});
@@ -574,7 +564,7 @@ TEST_CASE("the budget covers the whole run: a resume does not start the count ag
   WireServer model, shop;
   model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
   model.enqueue(calls({{"c2", "refund", {{"order_id", "A-2"}}}}));
-  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-9"}}); });
+  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}}); });
   const auto file = dir.write("limited.yaml", agent_yaml(model, "budget: {steps: 2}\ntools:\n" + refund_tool(shop)));
 
   const Outcome first = run_cli(dir, {"run", file.string(), "Refund orders A-1 and A-2", "--store", dir.store()});
@@ -591,7 +581,7 @@ TEST_CASE("the budget covers the whole run: a resume does not start the count ag
 TEST_CASE("on a terminal approval is asked for and the run continues in-process", "[cli][approval][tty]") {
   TempDir dir;
   WireServer model, shop;
-  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-5"}}); });
+  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-5"}}); });
   const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
   model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
   model.enqueue(answer({"Refunded.\x1b[2J"}));  // a control sequence in model text
@@ -679,7 +669,7 @@ TEST_CASE("the session option continues a conversation across invocations", "[cl
 TEST_CASE("the yes option approves in-process and --json reports a suspension in the result line", "[cli][approval]") {
   TempDir dir;
   WireServer model, shop;
-  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-1"}}); });
+  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-1"}}); });
   const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));
 
   SECTION("--yes") {
@@ -711,7 +701,7 @@ TEST_CASE("a REST tool declared in YAML sends path and query and an env-resolved
           "[cli][rest]") {
   TempDir dir;
   WireServer model, weather;
-  weather.set_handler([](const WireServer::Request&) { return json_response({{"temp_c", 21}}); });
+  weather.set_handler([](const WireServer::Request&) { return json_reply({{"temp_c", 21}}); });
   const std::string tool =
       "tools:\n"
       "  - rest:\n"
@@ -876,7 +866,7 @@ TEST_CASE("exit codes tell the stop reason", "[cli][exit]") {
     CHECK(model.requests().size() == 2);
   }
   SECTION("failed, the provider refused the request (404): 11") {
-    model.enqueue(json_response({{"error", {{"message", "model not found"}, {"type", "invalid_request_error"}}}}, 404));
+    model.enqueue(json_reply({{"error", {{"message", "model not found"}, {"type", "invalid_request_error"}}}}, 404));
     const auto file = dir.write("a.yaml", agent_yaml(model));
     const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
     CHECK(r.exit_code == 11);
@@ -912,7 +902,7 @@ TEST_CASE("a failed run's exit code and --json result come from its error code",
   WireServer model;
   // An error reply the transport does not retry.
   const auto refuse = [](int status, const Json& body) {
-    WireServer::Response r = json_response(body, status);
+    WireServer::Response r = json_reply(body, status);
     r.headers.emplace_back("x-should-retry", "false");
     return r;
   };
@@ -960,7 +950,7 @@ TEST_CASE("a failed run's exit code and --json result come from its error code",
     CHECK(result["error_code"] == "protocol");
   }
   SECTION("a run that answers carries no error code") {
-    const auto [r, result] = run_json(json_response(
+    const auto [r, result] = run_json(json_reply(
         {{"choices", Json::array({Json{{"message", {{"role", "assistant"}, {"content", "hello"}}}, {"finish_reason", "stop"}}})},
          {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}));
     CHECK(r.exit_code == 0);
@@ -1241,7 +1231,7 @@ TEST_CASE("calls refused before running are events on the terminal and in --json
 TEST_CASE("decisions are events: a rejection, an approval with --yes", "[cli][approval]") {
   TempDir dir;
   WireServer model, shop;
-  shop.set_handler([](const WireServer::Request&) { return json_response({{"refund", "R-9"}}); });
+  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}}); });
   model.enqueue(calls({{"c1", "refund", {{"order_id", "A-1"}}}}));
   model.enqueue(answer({"Done."}));
   const auto file = dir.write("support.yaml", agent_yaml(model, "tools:\n" + refund_tool(shop)));

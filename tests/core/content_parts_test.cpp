@@ -111,3 +111,25 @@ TEST_CASE("content over the per-part or per-request cap is ContentTooLarge", "[p
   CHECK(ContentLimits{}.max_part_bytes == 20u << 20);
   CHECK(ContentLimits{}.max_request_bytes == 32u << 20);
 }
+
+TEST_CASE("check_part with limits is check_content's per-part check for one part", "[parts][limits]") {
+  const ContentLimits limits{.max_part_bytes = 100};
+  CHECK_NOTHROW(check_part(ContentPart{ImagePart{"image/png", std::string(100, 'x'), ""}}, limits));
+  const ContentPart big{ImagePart{"image/png", std::string(101, 'x'), ""}};
+  CHECK_THROWS_AS(check_part(big, limits), ContentTooLarge);
+  std::string one;
+  std::string many;
+  try {
+    check_part(big, limits);
+  } catch (const ContentTooLarge& e) {
+    one = e.what();
+  }
+  try {
+    check_content(std::vector<Message>{Message::user({big})}, limits);
+  } catch (const ContentTooLarge& e) {
+    many = e.what();
+  }
+  CHECK(one == many);  // one message for both callers
+  CHECK_THROWS_AS(check_part(ContentPart{FilePart{}}, limits), InvalidContent);
+  CHECK_THROWS_AS(check_part(ContentPart{ImagePart{"text/plain", "x", ""}}, limits), InvalidContent);
+}

@@ -151,6 +151,39 @@ TEST_CASE("ErrorCode names round-trip through the one enum table", "[error]") {
   CHECK_FALSE(agentkit::role_from_string("robot").has_value());
 }
 
+TEST_CASE("write_failure and read_failure spell a failure one way, both ways", "[error][failure]") {
+  using agentkit::ErrorCode;
+  using agentkit::Failure;
+  using agentkit::Json;
+  const Failure full{ErrorCode::rate_limited, "slow down", "openai:gpt-4o", 429, true, std::chrono::milliseconds(1500)};
+  Json doc = Json::object();
+  agentkit::write_failure(doc, full);
+  CHECK(doc == Json{{"error", "slow down"},
+                    {"error_code", "rate_limited"},
+                    {"failure", {{"model", "openai:gpt-4o"}, {"http_status", 429}, {"retryable", true}, {"retry_after_ms", 1500}}}});
+  CHECK(agentkit::read_failure(doc, ErrorCode::internal, "doc") == full);
+
+  Json plain = Json::object();
+  agentkit::write_failure(plain, Failure{ErrorCode::cancelled, "stopped"});
+  CHECK(plain == Json{{"error", "stopped"}, {"error_code", "cancelled"}});  // no empty "failure" object
+  CHECK(agentkit::read_failure(plain, ErrorCode::internal, "doc") == Failure{ErrorCode::cancelled, "stopped"});
+
+  Json none = Json::object();
+  agentkit::write_failure(none, std::nullopt);
+  CHECK(none == Json{{"error", ""}});
+
+  // No code written (an old document): the caller's default.
+  CHECK(agentkit::read_failure(Json{{"error", "x"}}, ErrorCode::budget_exhausted, "doc").code == ErrorCode::budget_exhausted);
+  CHECK(agentkit::read_failure(Json{{"error", "x"}, {"error_code", "invalid"}}, ErrorCode::internal, "doc").code ==
+        ErrorCode::invalid_argument);
+  CHECK_THROWS_WITH(agentkit::read_failure(Json{{"error", "x"}, {"error_code", "nope"}}, ErrorCode::internal, "doc"),
+                    "doc: unknown error code 'nope'");
+  CHECK_THROWS_AS(agentkit::read_failure(Json{{"error", "x"}, {"failure", {{"http_status", "429"}}}}, ErrorCode::internal, "doc"),
+                  agentkit::Error);
+  CHECK_THROWS_WITH(agentkit::read_failure(Json{{"error", "x"}, {"failure", {{"retry_after_ms", 1.5}}}}, ErrorCode::internal, "doc"),
+                    Catch::Contains("doc: failure.retry_after_ms"));
+}
+
 TEST_CASE("a provider failure reaches RunResult::failure with its code and details", "[error][failure]") {
   std::optional<agentkit::RunResult> recovered;
   const auto result = run_with(

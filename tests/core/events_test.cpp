@@ -12,6 +12,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::ApprovalDecided;
 using agentkit::Decision;
@@ -25,6 +27,7 @@ using agentkit::cognition::react;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
+using agentkit_test::call;
 
 namespace {
 
@@ -68,10 +71,6 @@ agentkit::ToolPtr refund(int& runs) {
         ++runs;
         return "refunded " + id;
       });
-}
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
 }
 
 }  // namespace

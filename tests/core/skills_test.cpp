@@ -16,6 +16,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 namespace fs = std::filesystem;
 using agentkit::Json;
 using agentkit::SkillError;
@@ -23,6 +25,7 @@ using agentkit::Skills;
 using agentkit::ToolCall;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::Turn;
+using agentkit_test::call;
 
 namespace {
 
@@ -75,10 +78,6 @@ SkillError error_for(const std::string& folder, const std::string& text) {
 
 // Sets a file's mtime (so tests never depend on the clock's granularity).
 void touch(const fs::path& file, fs::file_time_type when) { fs::last_write_time(file, when); }
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
 
 }  // namespace
 

@@ -18,6 +18,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::Decision;
 using agentkit::Json;
@@ -33,12 +35,9 @@ using agentkit::cognition::StepContext;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
+using agentkit_test::call;
 
 namespace {
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
 
 agentkit::ToolPtr counting_tool(std::string name, std::shared_ptr<std::atomic<int>> runs, bool approval = false) {
   auto b = agentkit::tool(std::move(name)).doc("Move one box to a shelf and say where it went.").side_effecting(true);

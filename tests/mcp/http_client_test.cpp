@@ -64,8 +64,11 @@ Json text_result(const std::string& text) { return {{"content", {{{"type", "text
 class ScriptedServer {
  public:
   using OnCall = std::function<WireServer::Response(const Json& request, const WireServer::Request& http)>;
+  using OnGet = std::function<WireServer::Response(const WireServer::Request& http)>;
 
-  explicit ScriptedServer(OnCall on_call, bool get_stream = false) : on_call_(std::move(on_call)), get_stream_(get_stream) {
+  // `on_get`, when given, answers every GET (the standalone stream).
+  explicit ScriptedServer(OnCall on_call, bool get_stream = false, OnGet on_get = nullptr)
+      : on_call_(std::move(on_call)), on_get_(std::move(on_get)), get_stream_(get_stream) {
     server_.set_handler([this](const WireServer::Request& http) { return handle(http); });
   }
 
@@ -94,6 +97,7 @@ class ScriptedServer {
   WireServer::Response handle(const WireServer::Request& http) {
     if (http.method == "DELETE") return status_only(200);
     if (http.method == "GET") {
+      if (on_get_) return on_get_(http);
       if (get_stream_ && !get_served_.exchange(true)) {
         return sse_reply({{{"jsonrpc", "2.0"}, {"id", "g-1"}, {"method", "ping"}}});
       }
@@ -116,6 +120,7 @@ class ScriptedServer {
   }
 
   OnCall on_call_;
+  OnGet on_get_;
   bool get_stream_;
   std::atomic<bool> get_served_{false};
   std::atomic<int> sessions_{0};
@@ -330,6 +335,32 @@ TEST_CASE("http: a server request on the standalone GET stream is answered by PO
   const Json reply = server.posted_responses()[0];
   CHECK(reply["id"] == "g-1");
   CHECK(reply["result"] == Json::object());
+}
+
+TEST_CASE("http: the GET stream's backoff ends at once on a new session and on close") {
+  // Every GET fails, so the stream backs off 0.5 s, 1 s, 2 s, 4 s, ...
+  ScriptedServer server(
+      [](const Json& request, const WireServer::Request& http) {
+        if (http.header("mcp-session-id") == "s1") return status_only(404);  // expire s1
+        return json_reply(result_for(request, text_result("ok")));
+      },
+      false, [](const WireServer::Request&) { return status_only(500); });
+  auto client = connect_http(server.url());
+  const auto gets = [&](const std::string& session) {
+    int n = 0;
+    for (const auto& r : server.requests_for("GET")) n += r.header("mcp-session-id") == session;
+    return n;
+  };
+  REQUIRE(mcp_test::eventually([&] { return gets("s1") == 3; }));  // now waiting 2 s
+  const auto renewed = std::chrono::steady_clock::now();
+  CHECK(client->call_tool("echo", Json::object()).text() == "ok");  // s1 expires: session s2
+  REQUIRE(mcp_test::eventually([&] { return gets("s2") == 1; }));
+  CHECK(std::chrono::steady_clock::now() - renewed < 1200ms);  // not the 2 s backoff
+  std::this_thread::sleep_for(50ms);  // the s2 GET failed too: now waiting 4 s
+  const auto closing = std::chrono::steady_clock::now();
+  client.reset();  // close(): ends the wait
+  CHECK(std::chrono::steady_clock::now() - closing < 2s);
+  CHECK(gets("s2") == 1);
 }
 
 // ----------------------------------------------- server-everything over HTTP

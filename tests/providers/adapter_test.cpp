@@ -13,6 +13,9 @@
 #include <agentkit/providers/anthropic.h>
 #include <agentkit/providers/openai.h>
 
+#include "../helpers/files.h"
+#include "../helpers/sse_decode.h"
+
 namespace fs = std::filesystem;
 using agentkit::Json;
 using agentkit::Message;
@@ -20,6 +23,8 @@ using agentkit::ModelRequest;
 using agentkit::ToolCall;
 using agentkit::Schema;
 using namespace agentkit::providers;
+using agentkit_test::decode_stream;
+using agentkit_test::read_file;
 
 namespace {
 
@@ -37,23 +42,6 @@ std::vector<Message> tool_history() {
                                            ToolCall{"c2", "get_weather", Json::object(), {}}}),
           Message::tool_result("c1", "get_weather", "sunny"),
           Message::tool_result("c2", "get_weather", "Tool failed: timeout", true)};
-}
-
-template <class Acc>
-agentkit::ModelResponse decode_stream(const std::string& body) {
-  Acc acc;
-  SseDecoder decoder;
-  const SseDecoder::Sink sink = [&](const SseEvent& e) { acc.on_event(e); };
-  decoder.feed(body, sink);
-  decoder.finish(sink);
-  return acc.finish();
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::optional<fs::path> wire_dir() {

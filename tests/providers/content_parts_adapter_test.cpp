@@ -16,34 +16,22 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/files.h"
+#include "../helpers/sse_decode.h"
+
 namespace fs = std::filesystem;
 using namespace agentkit;
 using namespace agentkit::providers;
 using agentkit::testing::WireServer;
+using agentkit_test::decode_stream;
+using agentkit_test::read_file;
 
 namespace {
 
 const std::string kPng("\x89PNG\r\n\x1a\n\xff\x00\x01", 11);
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string own_fixture(const char* name) {
   return read_file(fs::path(AGENTKIT_SOURCE_DIR) / "tests" / "providers" / "fixtures" / name);
-}
-
-template <class Acc>
-ModelResponse decode_stream(const std::string& body) {
-  Acc acc;
-  SseDecoder decoder;
-  const SseDecoder::Sink sink = [&](const SseEvent& e) { acc.on_event(e); };
-  decoder.feed(body, sink);
-  decoder.finish(sink);
-  return acc.finish();
 }
 
 Json body_of(const Schema& s) { return Json::parse(s.dump()); }

@@ -9,8 +9,11 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/wire_replies.h"
+
 using agentkit::Json;
 using agentkit::testing::WireServer;
+using agentkit_test::json_reply;
 
 namespace {
 
@@ -27,13 +30,6 @@ WireServer::Response sse(std::vector<std::string> events) {
   WireServer::Response r;
   r.headers = {{"content-type", "text/event-stream"}};
   for (auto& e : events) r.chunks.push_back(std::move(e));
-  return r;
-}
-
-WireServer::Response json(const Json& body) {
-  WireServer::Response r;
-  r.headers = {{"content-type", "application/json"}};
-  r.body = body.dump();
   return r;
 }
 
@@ -79,12 +75,12 @@ TEST_CASE("Lisbon through the OpenAI adapter, streaming, over loopback", "[loopb
 
 TEST_CASE("Lisbon through the OpenAI adapter without streaming", "[loopback][openai]") {
   WireServer server;
-  server.enqueue(json({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
+  server.enqueue(json_reply({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
                                      {"message", {{"role", "assistant"}, {"content", nullptr},
                                                   {"tool_calls", {{{"id", "call_1"}, {"type", "function"},
                                                                    {"function", {{"name", "city_population"}, {"arguments", "{\"city\": \"Lisbon\"}"}}}}}}}}}}},
                        {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 5}}}}));
-  server.enqueue(json({{"choices", {{{"index", 0}, {"finish_reason", "stop"},
+  server.enqueue(json_reply({{"choices", {{{"index", 0}, {"finish_reason", "stop"},
                                      {"message", {{"role", "assistant"}, {"content", "About 545,000."}}}}}}}));
   auto result = run_lisbon("openai/gpt-4o-mini@" + server.base_url() + "/v1", {.stream = false});
   CHECK(result.output == "About 545,000.");

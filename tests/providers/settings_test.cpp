@@ -14,6 +14,8 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/wire_replies.h"
+
 using agentkit::Agent;
 using agentkit::AgentOptions;
 using agentkit::Json;
@@ -27,6 +29,7 @@ using agentkit::StopReason;
 using agentkit::ToolChoice;
 using agentkit::testing::WireServer;
 using namespace agentkit::providers;
+using agentkit_test::json_reply;
 
 namespace {
 
@@ -64,14 +67,6 @@ agentkit::ToolPtr weather_tool() {
       .side_effecting(false)
       .params("city")
       .fn([](const std::string& c) { return c + ": 21C"; });
-}
-
-WireServer::Response json_reply(const Json& body, int status = 200) {
-  WireServer::Response r;
-  r.status = status;
-  r.headers = {{"content-type", "application/json"}};
-  r.body = body.dump();
-  return r;
 }
 
 Json openai_text(const std::string& content) {

@@ -19,6 +19,8 @@
 
 #include <agentkit/providers/sse.h>
 
+#include "../helpers/files.h"
+
 // Defined in providers/src/sse.cpp: SseDecoder's own line splitter, exposed
 // only to this test.
 namespace agentkit::providers::detail {
@@ -32,6 +34,7 @@ using agentkit::providers::NdjsonDecoder;
 using agentkit::providers::SseDecoder;
 using agentkit::providers::SseEvent;
 using nlohmann::json;
+using agentkit_test::read_file;
 
 // A comparable, printable copy of an SseEvent.
 struct Ev {
@@ -121,11 +124,6 @@ std::string hex_bytes(std::string_view hex) {
   std::string out;
   for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
   return out;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 const fs::path wire_dir = fs::path(AGENTKIT_SHARED_DIR) / "fixtures" / "wire";

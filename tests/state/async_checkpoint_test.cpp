@@ -23,6 +23,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::Json;
 using agentkit::StopReason;
@@ -33,12 +35,9 @@ using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using agentkit_test::call;
 
 namespace {
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
 
 // A store whose run-document writes can be held (a slow disk) or refused
 // (a full one), recording the phase of every document it writes.

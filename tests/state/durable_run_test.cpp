@@ -15,6 +15,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::Decision;
 using agentkit::Json;
@@ -29,12 +31,9 @@ using agentkit::state::InMemoryStore;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
+using agentkit_test::call;
 
 namespace {
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
 
 // Records every write, so a test can read the phases a run went through.
 class RecordingStore final : public agentkit::state::Store {

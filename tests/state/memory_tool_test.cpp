@@ -387,8 +387,8 @@ TEST_CASE("bad arguments are rejected with every problem named", "[memory]") {
         "'path', 'view_range', 'file_text', 'old_str', 'new_str', 'insert_line', 'insert_text', 'old_path', "
         "'new_path']");
   CHECK_THAT(h.error({{"command", "write"}, {"path", "/memories/x"}}),
-             Catch::Contains("'write' is not a valid Command; expected one of ['view', 'create', 'str_replace', "
-                             "'insert', 'delete', 'rename']"));
+             Catch::Contains("command: expected one of ['view', 'create', 'str_replace', "
+                             "'insert', 'delete', 'rename'], got 'write'"));
   CHECK(h.error({{"command", "view"}}) ==
         "tool 'memory' call rejected: missing required argument(s) ['path']. Accepted arguments: ['command', 'path', "
         "'view_range']");

@@ -12,6 +12,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::Decision;
 using agentkit::Json;
@@ -22,6 +24,7 @@ using agentkit::cognition::react;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
 using agentkit::testing::Turn;
+using agentkit_test::call;
 
 namespace {
 
@@ -41,10 +44,6 @@ struct Refunds {
         });
   }
 };
-
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
 
 std::shared_ptr<FakeLLM> refund_script() {
   return FakeLLM::script({

@@ -129,9 +129,10 @@ class CancellationToken {
   CancellationToken child(std::optional<Clock::time_point> deadline = std::nullopt) const;
 
   // Sleeps for `duration`, returning early (without throwing) when the token
-  // is cancelled or its deadline comes first. The one way agentkit waits out
-  // a delay; no polling.
-  void sleep_for(Clock::duration duration) const;
+  // is cancelled, its deadline comes first, or `wake` is stopped (a waiter's
+  // own reason to stop waiting: a new session, new work; the default wakes
+  // never). The one way agentkit waits out a delay; no polling.
+  void sleep_for(Clock::duration duration, std::stop_token wake = {}) const;
 
  private:
   struct State;

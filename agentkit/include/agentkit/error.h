@@ -28,6 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace agentkit {
 
 // Why something failed. Names (to_string) are stable: they appear in
@@ -91,5 +93,20 @@ struct Failure {
 // code internal and the what() of any other exception ("unknown error" for
 // a non-std one).
 Failure failure_of(std::exception_ptr error);
+
+// Writes a run's failure into `doc` (a JSON object) as RunState documents and
+// the CLI's --json result spell it: "error" (the message; "" when there is no
+// failure), "error_code" (to_string), and a "failure" object with "model",
+// "http_status", "retryable" and "retry_after_ms", each only when set (no
+// object when none is).
+void write_failure(nlohmann::json& doc, const std::optional<Failure>& failure);
+// Reads back what write_failure wrote: the message from "error", the code
+// from "error_code" (`default_code` when absent, as in documents written
+// before codes; the names "invalid" and "permission" of RunState v3 are
+// read as invalid_argument and permission_denied), and the provider's
+// details. Throws Error (invalid_argument), its message prefixed by `what`
+// ("run state: unknown error code 'x'"), for an unknown code or a detail of
+// the wrong type; nlohmann's exceptions for a missing or non-string "error".
+Failure read_failure(const nlohmann::json& doc, ErrorCode default_code, std::string_view what);
 
 }  // namespace agentkit

@@ -123,6 +123,11 @@ class ContentTooLarge : public Error {
 
 // The bytes a part counts against ContentLimits: its data (or text).
 std::size_t part_bytes(const ContentPart& part) noexcept;
+
+// The per-part checks of check_content, for one part: throws InvalidContent
+// when `part` is not well-formed (check_part) and ContentTooLarge when it is
+// over limits.max_part_bytes. The run loop uses it on a tool's parts.
+void check_part(const ContentPart& part, const ContentLimits& limits);
 // A short description for errors and text notes: "image image/png, 1234 bytes".
 std::string describe(const ContentPart& part);
 

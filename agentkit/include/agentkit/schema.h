@@ -159,6 +159,11 @@ class DecodeState {
 namespace detail {
 template <class>
 inline constexpr bool dependent_false = false;
+// The one message for a value outside an enumeration, which the typed
+// decoder, Tool::check_arguments and REST tools share:
+// "expected one of ['celsius', 'fahrenheit'], got 'kelvin'". `allowed` is a
+// JSON array.
+std::string not_one_of(const Json& allowed, const Json& got);
 bool check_string(const Json& in, DecodeState& st);
 bool check_depth(const Json& in, DecodeState& st);
 template <class T>
@@ -441,16 +446,16 @@ struct Codec<E> {
     s["enum"] = std::move(values);
     s["type"] = "string";
   }
+  // The messages of Tool::check_arguments for {"type": "string", "enum": [...]}.
   static bool decode(const Json& in, E& out, DecodeState& st) {
-    if (in.is_string()) {
-      if (auto value = detail::enum_parse(Describe<E>::values, in.get_ref<const std::string&>())) {
-        out = *value;
-        return true;
-      }
+    if (!in.is_string()) return st.type_error("string", in);
+    if (auto value = detail::enum_parse(Describe<E>::values, in.get_ref<const std::string&>())) {
+      out = *value;
+      return true;
     }
-    std::vector<std::string> allowed;
-    for (const auto& v : Describe<E>::values) allowed.emplace_back(v.text);
-    return st.fail(preview(in) + " is not a valid " + type_name() + "; expected one of " + quoted_list(allowed));
+    Json allowed = Json::array();
+    for (const auto& v : Describe<E>::values) allowed.push_back(std::string(v.text));
+    return st.fail(detail::not_one_of(allowed, in));
   }
   static Json encode(E value) {
     if (auto text = detail::enum_name(Describe<E>::values, value)) return std::string(*text);
@@ -516,7 +521,7 @@ struct Codec<T> {
     if (!required.empty()) s["required"] = std::move(required);
   }
   static bool decode(const Json& in, T& out, DecodeState& st) {
-    if (!in.is_object()) return st.type_error("object (" + type_name() + ")", in);
+    if (!in.is_object()) return st.type_error("object", in);  // as Tool::check_arguments says it
     bool ok = true;
     for (const auto& [key, value] : in.items()) {
       if (!detail::is_field_name(Describe<T>::fields, key)) {
