@@ -529,7 +529,7 @@ TEST_CASE("a wall-time budget stops a run", "[agent][limits]") {
   CHECK(llm->calls() < 5);
 }
 
-TEST_CASE("an agent with prices charges each model call's cost; a cost budget stops the run", "[agent][limits]") {
+TEST_CASE("an agent with prices charges each model call's cost, a cost budget stops the run", "[agent][limits]") {
   auto look = agentkit::tool("look").doc("Look around once and report nothing in particular.")
                   .side_effecting(false).fn([] { return 0; });
   // Each turn: 1000 input and 200 output tokens, $0.0031 at $1.5 / $8 per million.

@@ -197,7 +197,7 @@ TEST_CASE("a cancelled run records each call by what happened to it: finished, r
   gate->release = true;
 }
 
-TEST_CASE("after a cancel, run() returns within 50 ms though a tool ignores it; the late completion corrupts nothing",
+TEST_CASE("after a cancel, run() returns within 50 ms though a tool ignores it, the late completion corrupts nothing",
           "[agent][cancel]") {
   auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(2);
   auto gate = std::make_shared<Gate>();

@@ -381,7 +381,7 @@ WireServer::Response thinking_then_text() {
   return r;
 }
 
-TEST_CASE("--json prints reasoning_delta lines; the human view shows the text, not the reasoning", "[cli][deltas]") {
+TEST_CASE("agentkit run --json prints reasoning_delta lines, and the human view shows the text, not the reasoning", "[cli][deltas]") {
   TempDir dir;
   WireServer model;
   model.enqueue(thinking_then_text());
@@ -407,7 +407,7 @@ TEST_CASE("--json prints reasoning_delta lines; the human view shows the text, n
   CHECK(human.err.find("Portuguese") == std::string::npos);
 }
 
-TEST_CASE("--json prints tool_call_delta lines that join to the call's arguments", "[cli][deltas][memory]") {
+TEST_CASE("agentkit run --json prints tool_call_delta lines that join to the call's arguments", "[cli][deltas][memory]") {
   TempDir dir;
   WireServer model;
   const Json arguments = {{"command", "create"}, {"path", "/memories/lisbon.md"}, {"file_text", "Population: 545,000\n"}};
@@ -1073,7 +1073,7 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
   }
 }
 
-TEST_CASE("model_settings in YAML reach the request; unknown keys and wrong types name the key and line",
+TEST_CASE("model_settings in YAML reach the request, unknown keys and wrong types name the key and line",
           "[cli][config][settings]") {
   TempDir dir;
   WireServer model;

@@ -151,7 +151,7 @@ TEST_CASE("parse_url refuses numeric host shorthands and IPv6 zone ids", "[egres
 
 // --------------------------------------------------------------- allowlist
 
-TEST_CASE("Allowlist: scheme, host and port must all match; ports default from the scheme", "[egress]") {
+TEST_CASE("Allowlist: scheme, host and port must all match, ports default from the scheme", "[egress]") {
   EgressAllowlist list{"https://api.example.com", "http://127.0.0.1:8080"};
   CHECK(list.allows("https://api.example.com/v1"));
   CHECK(list.allows("https://API.EXAMPLE.COM./v1"));
@@ -213,7 +213,7 @@ TEST_CASE("Allowlist: within() allows only what both lists allow", "[egress]") {
 
 // -------------------------------------------------------------- middleware
 
-TEST_CASE("egress_allowlist(): the tool sees the list; a refused URL is a denied result, never contacted",
+TEST_CASE("egress_allowlist(): the tool sees the list, a refused URL is a denied result, never contacted",
           "[egress][middleware]") {
   Fetcher fetch;
   auto list = allow({"https://api.example.com"});
@@ -264,7 +264,7 @@ TEST_CASE("egress_allowlist(): a list installed under another narrows it", "[egr
   CHECK(*fetch.contacted == 1);
 }
 
-TEST_CASE("check_egress: no list means anywhere; a list set on the context is enforced", "[egress]") {
+TEST_CASE("check_egress: no list means anywhere, a list set on the context is enforced", "[egress]") {
   RunContext ctx;
   CHECK_NOTHROW(agentkit::check_egress(ctx, "https://anywhere.example/"));
   ctx.egress = allow({"https://api.example.com"});

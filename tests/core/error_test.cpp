@@ -221,7 +221,7 @@ TEST_CASE("a model failure that is not a ModelError still gets a code", "[error]
   }
 }
 
-TEST_CASE("every early stop carries a failure with its code; an answer and a suspension carry none",
+TEST_CASE("every early stop carries a failure with its code, an answer and a suspension carry none",
           "[error][failure]") {
   auto echo = agentkit::tool("echo")
                   .doc("Echo the text it is given back, unchanged, for testing.")

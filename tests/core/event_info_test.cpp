@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <variant>
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +23,8 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/tool_calls.h"
+
 using agentkit::Agent;
 using agentkit::Event;
 using agentkit::EventInfo;
@@ -29,6 +32,7 @@ using agentkit::info_of;
 using agentkit::Json;
 using agentkit::StopReason;
 using agentkit::ToolCall;
+using agentkit_test::call;
 using agentkit::cognition::react;
 using agentkit::testing::FakeLLM;
 using agentkit::testing::make_test_ctx;
@@ -37,16 +41,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-ToolCall call(std::string id, std::string name, Json args) {
-  return ToolCall{std::move(id), std::move(name), std::move(args), {}};
-}
-
 // "ModelCallStarted", ... by the variant's order.
 std::string type_of(const Event& e) {
-  static constexpr std::array<const char*, 12> kNames{
-      "ModelCallStarted", "ModelCallFinished", "ToolCallStarted", "ToolCallFinished", "ToolSpan",    "RunSuspended",
-      "RunFinished",      "Progress",          "McpProgress",     "TextDelta",        "ToolCallRefused", "ApprovalDecided"};
-  return e.index() < kNames.size() ? kNames[e.index()] : "other";
+  static constexpr std::array<const char*, std::variant_size_v<Event>> kNames{
+      "ModelCallStarted", "ModelCallFinished", "ToolCallStarted", "ToolCallFinished", "ToolSpan",
+      "RunSuspended",     "RunFinished",       "Progress",        "McpProgress",      "TextDelta",
+      "ToolCallRefused",  "ApprovalDecided",   "ToolCallDelta",   "ReasoningDelta"};
+  return kNames[e.index()];
 }
 
 // "<agent path> <type>", one per event.
@@ -221,7 +222,7 @@ TEST_CASE("a sub-run of a sub-run has the agent path a/b/c", "[events][subrun]")
   check_metadata(events);
 }
 
-TEST_CASE("a cancelled parent ends; its sub-run's late events stay in the parent's queue", "[events][subrun]") {
+TEST_CASE("a cancelled parent ends, its sub-run's late events stay in the parent's queue", "[events][subrun]") {
   std::atomic<bool> waiting{false};
   auto stall = agentkit::tool("stall")
                    .doc("Wait until the run is cancelled, then report that it stopped.")
@@ -364,7 +365,7 @@ TEST_CASE("emit() stamps what the emitter left unset and keeps what it set", "[e
   }
 }
 
-TEST_CASE("EventQueue: stamped times never decrease; a closed queue takes nothing", "[events]") {
+TEST_CASE("EventQueue: stamped times never decrease, a closed queue takes nothing", "[events]") {
   agentkit::EventQueue queue;
   const auto future = std::chrono::system_clock::now() + std::chrono::hours(1);
   CHECK(queue.push(agentkit::Progress{.message = "from the future", .info = {.time = future}}));

@@ -133,7 +133,7 @@ TEST_CASE("FakeLLM streaming: reasoning, text and tool calls as deltas that join
   CHECK(kinds == std::vector<std::string>{"reasoning", "text", "tool", "finished", "started", "text", "finished"});
 }
 
-TEST_CASE("FakeLLM streaming: a turn that throws streams nothing; short text is one fragment", "[fake_llm][deltas]") {
+TEST_CASE("FakeLLM streaming: a turn that throws streams nothing, short text is one fragment", "[fake_llm][deltas]") {
   auto llm = FakeLLM::script({Turn{.throws = "boom"}});
   llm->streaming(true);
   auto recorder = std::make_shared<Recorder>();

@@ -316,7 +316,7 @@ TEST_CASE("idempotent(): the key is correlation id, scope, tool and arguments", 
   }
 }
 
-TEST_CASE("idempotent(): read-only calls pass through; the request's claim opts in", "[middleware]") {
+TEST_CASE("idempotent(): read-only calls pass through, the request's claim opts in", "[middleware]") {
   auto lookup = returning("lookup", {.side_effecting = false}, "found");
   Invoker invoker({agentkit::idempotent()});
   auto ctx = run_ctx();

@@ -57,7 +57,7 @@ std::string setting_of(const ModelSettings& s) {
 
 }  // namespace
 
-TEST_CASE("ModelSettings::merged: the run's fields override the agent's one by one; extra deep-merges",
+TEST_CASE("ModelSettings::merged: the run's fields override the agent's one by one, extra deep-merges",
           "[settings]") {
   ModelSettings agent;
   agent.temperature = 0.2;
@@ -120,7 +120,7 @@ TEST_CASE("ModelSettings::validate refuses hostile values, naming the setting", 
   CHECK(setting_of(s) == "tool_choice");
 }
 
-TEST_CASE("ModelSettings JSON: round trip; unknown keys and wrong types name the key", "[settings]") {
+TEST_CASE("ModelSettings JSON: round trip, unknown keys and wrong types name the key", "[settings]") {
   ModelSettings s;
   s.temperature = 0.5;
   s.top_p = 0.9;
@@ -162,7 +162,7 @@ TEST_CASE("ModelSettings JSON: round trip; unknown keys and wrong types name the
   CHECK_THROWS_AS(ModelSettings::from_json(Json::array()), ModelSettingsError);
 }
 
-TEST_CASE("Agent and start() check settings before anything runs; tool_choice must name an advertised tool",
+TEST_CASE("Agent and start() check settings before anything runs, tool_choice must name an advertised tool",
           "[settings][agent]") {
   auto llm = FakeLLM::script({Turn{.content = "done"}});
   auto ctx = make_test_ctx({.llm = llm});
@@ -240,7 +240,7 @@ TEST_CASE("a run's own settings survive suspension: resume and the stored state 
   CHECK_THROWS_WITH(agentkit::RunState::from_json(doc), Catch::Contains("temperature"));
 }
 
-TEST_CASE("close_objects: every object schema with properties is closed; property names are not schemas",
+TEST_CASE("close_objects: every object schema with properties is closed, property names are not schemas",
           "[settings][output]") {
   const agentkit::Schema in = agentkit::Schema::parse(
       R"({"type":"object","properties":{"properties":{"type":"object","properties":{"a":{"type":"string"}}},)"

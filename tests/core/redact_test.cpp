@@ -36,7 +36,7 @@ TEST_CASE("Redactor: an API key, a Bearer header and an x-api-key header are red
   CHECK_FALSE(Redactor::is_credential_header("content-type"));
 }
 
-TEST_CASE("Redactor: a secret containing another is replaced whole; JSON strings are redacted in place", "[redact]") {
+TEST_CASE("Redactor: a secret containing another is replaced whole, JSON strings are redacted in place", "[redact]") {
   Redactor r;
   r.add("abcdefgh");
   r.add("abcdefgh-longer-secret");

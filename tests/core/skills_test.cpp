@@ -178,7 +178,7 @@ TEST_CASE("Skills: description is required and bounded", "[skills][rules]") {
   CHECK(not_string.line() == 4);
 }
 
-TEST_CASE("Skills: optional fields are type-checked; unknown or repeated fields are refused with their line",
+TEST_CASE("Skills: optional fields are type-checked, unknown or repeated fields are refused with their line",
           "[skills][rules]") {
   auto metadata = error_for("x", skill_md("x", "Desc.", "metadata:\n  owner:\n    nested: true\n"));
   CHECK_THAT(metadata.what(), Catch::Contains("'metadata' must map strings to strings"));
@@ -295,7 +295,7 @@ TEST_CASE("Skills: refresh() reports added, updated and removed skills and bumps
   CHECK_THAT(skills.render_prompt(), Catch::Contains("- gamma: Third.") && !Catch::Contains("beta"));
 }
 
-TEST_CASE("Skills: an invalid edit is reported and the previous registry stays; a fix is picked up",
+TEST_CASE("Skills: an invalid edit is reported and the previous registry stays, a fix is picked up",
           "[skills][refresh]") {
   TempDir dir;
   add_skill(dir.path(), "alpha", "First.");

@@ -429,7 +429,7 @@ class EverythingHttp {
 
 }  // namespace
 
-TEST_CASE("everything over HTTP: loopback only; tools, SSE progress, roots and a restart that expires the session") {
+TEST_CASE("everything over HTTP: loopback only, tools, SSE progress, roots and a restart that expires the session") {
   auto server = std::make_unique<EverythingHttp>();
   CHECK(server->address() == "127.0.0.1");
   McpClientOptions options;

@@ -133,7 +133,7 @@ TEST_CASE("everything: invalid arguments and unknown tools end as errors the mod
   CHECK_THAT(unknown.text(), Catch::Contains("Tool no-such-tool not found"));
 }
 
-TEST_CASE("everything: progress notifications arrive as events; cancellation stops a long call") {
+TEST_CASE("everything: progress notifications arrive as events, cancellation stops a long call") {
   auto client = mcp_test::connect(reference("everything"), {.server_name = "everything"});
   auto recorder = std::make_shared<ProgressRecorder>();
   auto ctx = testing::make_test_ctx({.observer = recorder});
@@ -188,7 +188,7 @@ TEST_CASE("everything: roots, sampling and elicitation requests from the server"
   CHECK_THAT(client->call_tool("trigger-elicitation-request", Json::object()).text(), Catch::Contains("decline"));
 }
 
-TEST_CASE("filesystem: roots decide the allowed directories; reads and writes round-trip") {
+TEST_CASE("filesystem: roots decide the allowed directories, reads and writes round-trip") {
   TempDir allowed;
   TempDir other;
   McpClientOptions options;

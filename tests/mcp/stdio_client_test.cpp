@@ -96,7 +96,7 @@ TEST_CASE("stdio: an older revision is accepted, an unknown one refused") {
   }
 }
 
-TEST_CASE("stdio: every content type renders as model text; structuredContent is the tool's value") {
+TEST_CASE("stdio: every content type renders as model text, structuredContent is the tool's value") {
   auto client = connect(fake_server());
   const McpCallResult all = client->call_tool("all_content", Json::object());
   CHECK_FALSE(all.is_error);
@@ -125,7 +125,7 @@ TEST_CASE("stdio: every content type renders as model text; structuredContent is
   CHECK(weather->run({{"city", "Lisbon"}}, ctx) == Json{{"temperature", 21.5}, {"city", "Lisbon"}});
 }
 
-TEST_CASE("stdio: annotations map to effects; hints stay metadata") {
+TEST_CASE("stdio: annotations map to effects, hints stay metadata") {
   auto client = connect(fake_server(), named("fake"));
   auto echo = find_tool(*client, "echo");
   CHECK_FALSE(echo->side_effecting());
@@ -264,7 +264,7 @@ TEST_CASE("stdio: a timed-out request is cancelled on the server and its late re
   CHECK(client->call_tool("echo", {{"text", "after"}}).text() == "after");
 }
 
-TEST_CASE("stdio: a server that never answers times out; a cancelled token stops the call promptly") {
+TEST_CASE("stdio: a server that never answers times out, a cancelled token stops the call promptly") {
   auto client = connect(fake_server());
   SECTION("timeout") {
     try {

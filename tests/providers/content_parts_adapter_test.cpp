@@ -63,7 +63,7 @@ TEST_CASE("OpenAI chat: user images go as image_url (data: URL or URL), files as
   CHECK(body_of(openai_chat_body(request_of(plain), {}, false))["messages"][1]["content"] == "hi");
 }
 
-TEST_CASE("OpenAI chat: an image in a tool result becomes a text note naming it; reasoning is never sent", "[parts][openai]") {
+TEST_CASE("OpenAI chat: an image in a tool result becomes a text note naming it, reasoning is never sent", "[parts][openai]") {
   Message tool = Message::tool_result("c1", "camera", "frame 7");
   tool.content.emplace_back(ImagePart{"image/jpeg", std::string(1234, 'x'), ""});
   const std::vector<Message> history{
@@ -154,7 +154,7 @@ TEST_CASE("Anthropic: a thinking stream with signature_delta parses into a Reaso
   CHECK(redacted.message.text() == "It is sunny in Paris.");
 }
 
-TEST_CASE("Anthropic: thinking and redacted_thinking in a JSON reply; unknown block types are ignored", "[parts][anthropic]") {
+TEST_CASE("Anthropic: thinking and redacted_thinking in a JSON reply, unknown block types are ignored", "[parts][anthropic]") {
   const Json reply = Json::parse(R"({"type":"message","role":"assistant","content":[
       {"type":"thinking","thinking":"Hmm.","signature":"sig-A"},
       {"type":"redacted_thinking","data":"opaque-B"},
@@ -167,7 +167,7 @@ TEST_CASE("Anthropic: thinking and redacted_thinking in a JSON reply; unknown bl
   CHECK(r.message.text() == "Done.");
 }
 
-TEST_CASE("Anthropic: thinking goes back verbatim before tool_use; another provider's reasoning never", "[parts][anthropic]") {
+TEST_CASE("Anthropic: thinking goes back verbatim before tool_use, another provider's reasoning never", "[parts][anthropic]") {
   const std::vector<Message> history{
       Message::user("Weather in Paris?"),
       Message::assistant({kThinking, ReasoningPart{.redacted = "opaque-B", .provider = "anthropic"},
@@ -241,7 +241,7 @@ TEST_CASE("content over a cap is ContentTooLarge before any byte goes on the wir
 
 // ------------------------------------------------------------------ MCP
 
-TEST_CASE("an MCP image block becomes an ImagePart; a bad one stays a text note", "[parts][mcp]") {
+TEST_CASE("an MCP image block becomes an ImagePart, a bad one stays a text note", "[parts][mcp]") {
   McpCallResult r;
   r.content = Json::array({Json{{"type", "text"}, {"text", "frame"}},
                            Json{{"type", "image"}, {"mimeType", "image/png"}, {"data", base64_encode(kPng)}},

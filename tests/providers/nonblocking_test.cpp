@@ -223,7 +223,7 @@ TEST_CASE("a cancelled token ends an AsyncRequest at the next poll", "[nonblocki
   CHECK_THROWS_AS(request.take(), ProviderError);
 }
 
-TEST_CASE("destroying an AsyncRequest mid-stream returns its slot; the transport keeps working", "[nonblocking]") {
+TEST_CASE("destroying an AsyncRequest mid-stream returns its slot, the transport keeps working", "[nonblocking]") {
   WireServer server;
   server.enqueue(sse({"data: a\n\n", "data: b\n\n", "data: c\n\n"}, 200ms));
   WireServer::Response ok;

@@ -6,7 +6,7 @@
 #include <agentkit/providers/transport.h>
 #include <agentkit/testing/wire_server.h>
 
-TEST_CASE("http_proxy routes requests through the proxy; no_proxy bypasses it", "[transport][proxy]") {
+TEST_CASE("http_proxy routes requests through the proxy, no_proxy bypasses it", "[transport][proxy]") {
   agentkit::testing::WireServer proxy;
   agentkit::testing::WireServer::Response ok;
   ok.body = "via proxy";

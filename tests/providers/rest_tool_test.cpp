@@ -147,7 +147,7 @@ TEST_CASE("REST tool: path values are percent-encoded, query parameters mapped w
   CHECK(result.value["metadata"]["url"] == server.base_url() + requests[0].path);
 }
 
-TEST_CASE("REST tool: body parameters become one JSON object; absent optional ones are left out", "[rest]") {
+TEST_CASE("REST tool: body parameters become one JSON object, absent optional ones are left out", "[rest]") {
   WireServer server;
   server.enqueue(json_reply(201, {{"refund_id", "r-1"}}));
   server.enqueue(json_reply(201, {{"refund_id", "r-2"}}));
@@ -298,7 +298,7 @@ TEST_CASE("REST tool: wiring mistakes are refused when the tool is built", "[res
         }).empty());
 }
 
-TEST_CASE("REST tool: a definition from data must declare side_effecting; a GET is not assumed read-only", "[rest]") {
+TEST_CASE("REST tool: a definition from data must declare side_effecting, a GET is not assumed read-only", "[rest]") {
   RestToolDefinition def{.name = "weather", .description = kDescription, .method = "GET", .url = "http://127.0.0.1:9/"};
   CHECK_THROWS_WITH(agentkit::providers::RestTool(def), Catch::Contains("declare side_effecting"));
   def.side_effecting = false;
@@ -415,7 +415,7 @@ TEST_CASE("REST tool: a 2xx body over the size limit is an error, not a truncate
 
 // ------------------------------------------------------------------ timeouts
 
-TEST_CASE("REST tool: a slow endpoint times out; a side-effecting call says its outcome is unknown", "[rest][timeout]") {
+TEST_CASE("REST tool: a slow endpoint times out, a side-effecting call says its outcome is unknown", "[rest][timeout]") {
   WireServer server;
   auto slow = reply(200, "late");
   slow.delay = 1500ms;
@@ -536,7 +536,7 @@ TEST_CASE("REST tool: a side-effecting tool declared idempotent may retry", "[re
 
 // ----------------------------------------------------------------- redirects
 
-TEST_CASE("REST tool: redirects within the allowlist are followed; credentials stay with their origin",
+TEST_CASE("REST tool: redirects within the allowlist are followed, credentials stay with their origin",
           "[rest][redirect][egress]") {
   EnvVar token("AGENTKIT_TEST_REST_TOKEN", "tok-3f9a8c1d77");
   WireServer first;
@@ -569,7 +569,7 @@ TEST_CASE("REST tool: redirects within the allowlist are followed; credentials s
   CHECK(at_second[0].header("accept") == "application/json");
 }
 
-TEST_CASE("REST tool: 303 continues as a GET without a body; 307 and 308 keep the method and body",
+TEST_CASE("REST tool: 303 continues as a GET without a body, 307 and 308 keep the method and body",
           "[rest][redirect]") {
   WireServer server;
   server.enqueue(redirect(303, "/status/r-1"));

@@ -266,7 +266,7 @@ TEST_CASE("an unsupported setting fails the run at its first call, before any re
   CHECK(run.requests.empty());
 }
 
-TEST_CASE("settings reach the wire over loopback; a run's override wins", "[settings][loopback]") {
+TEST_CASE("settings reach the wire over loopback, a run's override wins", "[settings][loopback]") {
   WireServer server;
   server.enqueue(json_reply(openai_text("Sunny.")));
   server.enqueue(json_reply({{"content", {{{"type", "text"}, {"text", "Sunny."}}}}, {"stop_reason", "end_turn"}}));

@@ -106,7 +106,7 @@ agentkit::ToolPtr note_tool(std::shared_ptr<std::atomic<int>> runs) {
 
 }  // namespace
 
-TEST_CASE("poll() never waits on a slow store; a batch starts only once its checkpoint is written",
+TEST_CASE("poll() never waits on a slow store, a batch starts only once its checkpoint is written",
           "[durable][async]") {
   auto store = std::make_shared<GatedStore>();
   auto runs = std::make_shared<std::atomic<int>>(0);
@@ -318,7 +318,7 @@ TEST_CASE("200 concurrent durable runs on one store share one writer thread, eac
   if (most_threads > 0) CHECK(writer_threads() == 0);  // the last run on the store ended its writer
 }
 
-TEST_CASE("runs on different stores do not wait on each other's writer; a refused save fails only its own run",
+TEST_CASE("runs on different stores do not wait on each other's writer, a refused save fails only its own run",
           "[durable][async]") {
   auto held = std::make_shared<RecordingStore>();
   auto free = std::make_shared<RecordingStore>("bad");

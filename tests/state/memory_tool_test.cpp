@@ -149,7 +149,7 @@ TEST_CASE("the memory tool is advertised as 'memory', side-effecting and not ide
   CHECK_THROWS_AS(memory_tool(nullptr), agentkit::Error);
 }
 
-TEST_CASE("view is a read; under the default middleware a view after an edit sees the edit", "[memory]") {
+TEST_CASE("view is a read, under the default middleware a view after an edit sees the edit", "[memory]") {
   auto tool = memory_tool();
   CHECK_FALSE(tool->side_effecting_for(view("/memories")));
   CHECK(tool->side_effecting_for(delete_path("/memories/x")));
