@@ -42,7 +42,7 @@ class StoreWriter {
  public:
   using Lane = CheckpointWriter::Lane;
 
-  explicit StoreWriter(std::shared_ptr<state::Store> store) : store_(std::move(store)), thread_([this] { loop(); }) {
+  explicit StoreWriter(const std::shared_ptr<state::Store>& store) : store_(store), thread_([this] { loop(); }) {
 #ifdef __linux__
     ::pthread_setname_np(thread_.native_handle(), "agentkit-ckpt");
 #endif
@@ -90,6 +90,8 @@ class StoreWriter {
     }
     --lane.waiters;
   }
+
+  bool orphaned() const { return store_.expired(); }
 
   std::optional<CheckpointWriter::Refusal> refusal(const Lane& lane) {
     std::lock_guard lock(mutex_);
@@ -156,7 +158,9 @@ class StoreWriter {
     history = std::move(state.history);
   }
 
-  std::shared_ptr<state::Store> store_;  // kept alive, so its address names no other store meanwhile
+  // The store this thread writes for: once it is gone, its address may name
+  // another store, and this writer is dropped (see writer_for).
+  std::weak_ptr<state::Store> store_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Lane>> turns_;  // lanes with saves queued, in turn
@@ -169,10 +173,15 @@ namespace {
 
 // The writers of the stores in use, by store: a run shares the writer of its
 // own Store object only, so two runtimes that share no store share nothing
-// here. Held weakly: a writer lives as long as a run on its store has one.
+// here. A writer lives as long as its store: its thread is started by the
+// first durable run on the store and waits between runs, rather than being
+// started and ended for every run (a thread's start and end make the next
+// wakes of every thread costly for a while on a virtual machine: bench_poll
+// measures it). The writer of a store that is gone is dropped, and its idle
+// thread joined, at the next start of a durable run on any store.
 struct Writers {
   std::mutex mutex;
-  std::unordered_map<const state::Store*, std::weak_ptr<StoreWriter>> by_store;
+  std::unordered_map<const state::Store*, std::shared_ptr<StoreWriter>> by_store;
 };
 
 Writers& writers() {
@@ -183,12 +192,22 @@ Writers& writers() {
 std::shared_ptr<StoreWriter> writer_for(const std::shared_ptr<state::Store>& store) {
   if (!store) return std::make_shared<StoreWriter>(nullptr);
   Writers& w = writers();
-  std::lock_guard lock(w.mutex);
-  std::weak_ptr<StoreWriter>& slot = w.by_store[store.get()];
-  if (auto writer = slot.lock()) return writer;
-  std::erase_if(w.by_store, [](const auto& entry) { return entry.second.expired(); });
-  auto writer = std::make_shared<StoreWriter>(store);
-  w.by_store[store.get()] = writer;  // `slot` may be gone with the erase
+  std::vector<std::shared_ptr<StoreWriter>> orphans;  // joined once the registry is unlocked
+  std::shared_ptr<StoreWriter> writer;
+  {
+    std::lock_guard lock(w.mutex);
+    for (auto it = w.by_store.begin(); it != w.by_store.end();) {
+      if (it->second->orphaned()) {
+        orphans.push_back(std::move(it->second));
+        it = w.by_store.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto& slot = w.by_store[store.get()];
+    if (!slot) slot = std::make_shared<StoreWriter>(store);
+    writer = slot;
+  }
   return writer;
 }
 
@@ -200,8 +219,8 @@ CheckpointWriter::CheckpointWriter(std::shared_ptr<Checkpoint> checkpoint, std::
 
 CheckpointWriter::~CheckpointWriter() {
   if (!idle()) writer_->wait(*lane_, queued_, std::nullopt);
-  // A lane the writer has finished with is in no turn list; dropping the
-  // last run on the store ends its thread (writer_'s destructor joins it).
+  // A lane the writer has finished with is in no turn list; the store's
+  // writer thread waits for its next run.
 }
 
 std::uint64_t CheckpointWriter::save(Save save, After after) {
