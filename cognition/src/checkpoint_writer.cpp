@@ -1,6 +1,7 @@
 #include "checkpoint_writer.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -42,7 +43,8 @@ class StoreWriter {
  public:
   using Lane = CheckpointWriter::Lane;
 
-  explicit StoreWriter(const std::shared_ptr<state::Store>& store) : store_(store), thread_([this] { loop(); }) {
+  explicit StoreWriter(const std::shared_ptr<state::Store>& store)
+      : store_(store), pid_(::getpid()), thread_([this] { loop(); }) {
 #ifdef __linux__
     ::pthread_setname_np(thread_.native_handle(), "agentkit-ckpt");
 #endif
@@ -92,6 +94,9 @@ class StoreWriter {
   }
 
   bool orphaned() const { return store_.expired(); }
+  // Made before this process was forked from its parent: its thread is not
+  // in this process.
+  bool foreign() const { return pid_ != ::getpid(); }
 
   std::optional<CheckpointWriter::Refusal> refusal(const Lane& lane) {
     std::lock_guard lock(mutex_);
@@ -161,6 +166,7 @@ class StoreWriter {
   // The store this thread writes for: once it is gone, its address may name
   // another store, and this writer is dropped (see writer_for).
   std::weak_ptr<state::Store> store_;
+  ::pid_t pid_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Lane>> turns_;  // lanes with saves queued, in turn
@@ -197,7 +203,12 @@ std::shared_ptr<StoreWriter> writer_for(const std::shared_ptr<state::Store>& sto
   {
     std::lock_guard lock(w.mutex);
     for (auto it = w.by_store.begin(); it != w.by_store.end();) {
-      if (it->second->orphaned()) {
+      if (it->second->foreign()) {
+        // A forked child's copy of its parent's writer: its thread does not
+        // run here, so it is never used, nor destroyed (that would join it).
+        new std::shared_ptr<StoreWriter>(std::move(it->second));  // NOLINT: deliberately leaked
+        it = w.by_store.erase(it);
+      } else if (it->second->orphaned()) {
         orphans.push_back(std::move(it->second));
         it = w.by_store.erase(it);
       } else {

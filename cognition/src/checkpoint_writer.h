@@ -27,8 +27,8 @@ class StoreWriter;
 // takes the runs with saves queued in turn, one save each, so a run never
 // waits for another run's whole queue and thousands of durable runs do not
 // mean thousands of threads. Runs on different stores never share a thread
-// nor wait on each other. The thread ends when the last run on its store
-// drops its writer.
+// nor wait on each other. The thread lives as long as its store: it waits
+// between runs rather than being started for each (see writer_for).
 //
 // The host hands it each state without its history and only the messages
 // appended since the last save (the history is append-only after the run is
@@ -61,8 +61,6 @@ class CheckpointWriter {
   // (optional) runs on the writer once the save is done, with why it failed
   // (nullopt: it was written). After a failure the rest is skipped.
   std::uint64_t save(Save save, After after = nullptr);
-  // No more saves come; nothing to wait for (the destructor waits).
-  void stop() {}
   // Every queued save is written (or skipped after a failure).
   bool idle() const;
   // Saves queued before save number `seq` are not all done yet.

@@ -343,7 +343,6 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         result_.suspended.reset();
         if (result_.state.phase == Phase::suspended) result_.state.phase = Phase::done;
       }
-      writer_->stop();  // its thread ends; the engine's destructor joins it
     }
     ctx_.emit(RunFinished{result_.stop_reason, result_.output});
     done_ = true;

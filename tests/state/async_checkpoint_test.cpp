@@ -2,6 +2,9 @@
 // never waits on the store, saves land in order, a batch starts only once
 // the checkpoint naming it is written, and a refused save still stops the
 // run (never a silent success).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -40,22 +43,31 @@ using agentkit_test::call;
 namespace {
 
 // A store whose run-document writes can be held (a slow disk) or refused
-// (a full one), recording the phase of every document it writes.
+// (a full one: every write once refuse() is called, or every write but the
+// first of the runs whose id starts with `refused`), recording the phase of
+// every run document it writes, in order and by run.
 class GatedStore final : public agentkit::state::Store {
  public:
+  explicit GatedStore(std::string refused = "\x01") : refused_(std::move(refused)) {}
   std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_.get(key); }
   std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
     return inner_.put(key, std::move(value), ttl);
   }
   std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
                                               Ttl ttl) override {
-    if (key.find("runs/") == std::string_view::npos) return inner_.compare_and_set(key, expected, std::move(value), ttl);
-    std::unique_lock lock(mutex_);
-    writer_thread_ = std::this_thread::get_id();
-    cv_.wait(lock, [&] { return !hold_; });
-    if (refuse_) throw agentkit::state::StoreError("disk full");
-    phases_.push_back(Json::parse(value).at("phase").get<std::string>());
-    lock.unlock();
+    const auto at = key.find("runs/");
+    if (at == std::string_view::npos) return inner_.compare_and_set(key, expected, std::move(value), ttl);
+    {
+      std::unique_lock lock(mutex_);
+      writer_thread_ = std::this_thread::get_id();
+      cv_.wait(lock, [&] { return !hold_; });
+      auto& run = by_run_[std::string(key)];
+      if (refuse_ || (!run.empty() && key.substr(at + 5).starts_with(refused_))) {
+        throw agentkit::state::StoreError("disk full");
+      }
+      run.push_back(Json::parse(value).at("phase").get<std::string>());
+      phases_.push_back(run.back());
+    }
     return inner_.compare_and_set(key, expected, std::move(value), ttl);
   }
   bool erase(std::string_view key) override { return inner_.erase(key); }
@@ -74,9 +86,22 @@ class GatedStore final : public agentkit::state::Store {
     std::lock_guard lock(mutex_);
     refuse_ = true;
   }
+  // Every phase written, in order (of all runs).
   std::vector<std::string> phases() {
     std::lock_guard lock(mutex_);
     return phases_;
+  }
+  std::map<std::string, std::vector<std::string>> phases_by_run() {
+    std::lock_guard lock(mutex_);
+    return by_run_;
+  }
+  // The phases written for run `id`, in order.
+  std::vector<std::string> phases_of(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    for (const auto& entry : by_run_) {
+      if (entry.first.ends_with("runs/" + std::string(id))) return entry.second;
+    }
+    return {};
   }
   std::thread::id writer_thread() {
     std::lock_guard lock(mutex_);
@@ -85,11 +110,13 @@ class GatedStore final : public agentkit::state::Store {
 
  private:
   agentkit::state::InMemoryStore inner_;
+  std::string refused_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool hold_ = false;
   bool refuse_ = false;
   std::vector<std::string> phases_;
+  std::map<std::string, std::vector<std::string>> by_run_;
   std::thread::id writer_thread_;
 };
 
@@ -209,62 +236,6 @@ int writer_threads() {
   return n;
 }
 
-// Records every run document's phases by key; refuses the writes of runs
-// whose id starts with `refused`, and holds every write while held.
-class RecordingStore final : public agentkit::state::Store {
- public:
-  explicit RecordingStore(std::string refused = "\x01") : refused_(std::move(refused)) {}
-  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_.get(key); }
-  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
-    return inner_.put(key, std::move(value), ttl);
-  }
-  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
-                                              Ttl ttl) override {
-    const auto at = key.find("runs/");
-    if (at == std::string_view::npos) return inner_.compare_and_set(key, expected, std::move(value), ttl);
-    {
-      std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return !hold_; });
-      const bool first = phases_.find(std::string(key)) == phases_.end();
-      if (!first && key.substr(at + 5).starts_with(refused_)) throw agentkit::state::StoreError("disk full");
-      phases_[std::string(key)].push_back(Json::parse(value).at("phase").get<std::string>());
-    }
-    return inner_.compare_and_set(key, expected, std::move(value), ttl);
-  }
-  bool erase(std::string_view key) override { return inner_.erase(key); }
-  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
-    return inner_.list(prefix);
-  }
-
-  void hold(bool on) {
-    {
-      std::lock_guard lock(mutex_);
-      hold_ = on;
-    }
-    cv_.notify_all();
-  }
-  std::map<std::string, std::vector<std::string>> phases() {
-    std::lock_guard lock(mutex_);
-    return phases_;
-  }
-  // The phases written for run `id`, in order.
-  std::vector<std::string> phases_of(std::string_view id) {
-    std::lock_guard lock(mutex_);
-    for (const auto& entry : phases_) {
-      if (entry.first.ends_with("runs/" + std::string(id))) return entry.second;
-    }
-    return {};
-  }
-
- private:
-  agentkit::state::InMemoryStore inner_;
-  std::string refused_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool hold_ = false;
-  std::map<std::string, std::vector<std::string>> phases_;
-};
-
 }  // namespace
 
 TEST_CASE("200 concurrent durable runs on one store share one writer thread, each run's saves in order, and the thread outlives them",
@@ -273,7 +244,7 @@ TEST_CASE("200 concurrent durable runs on one store share one writer thread, eac
     WARN("skipped: /proc/self/task is not readable here, so writer threads cannot be counted");
     return;
   }
-  auto store = std::make_shared<RecordingStore>();
+  auto store = std::make_shared<GatedStore>();
   auto runs = std::make_shared<std::atomic<int>>(0);
   Agent agent("clerk", "fake", "You take notes.", react({note_tool(runs)}));
   constexpr int kRuns = 200;
@@ -310,17 +281,17 @@ TEST_CASE("200 concurrent durable runs on one store share one writer thread, eac
     CHECK(stored->phase == agentkit::Phase::done);
     CHECK(stored->history == result.state.history);
   }
-  for (const auto& entry : store->phases()) {
+  for (const auto& entry : store->phases_by_run()) {
     CHECK(entry.second == std::vector<std::string>{"ask_model", "act", "ask_model", "done"});
   }
-  CHECK(store->phases().size() == kRuns);
+  CHECK(store->phases_by_run().size() == kRuns);
   handles.clear();
   if (most_threads == 0) return;
   CHECK(writer_threads() == 1);  // the store's writer waits for its next run: runs do not start threads
   // Once the store is gone, the next durable run (on another store) joins its writer.
   contexts.clear();
   store.reset();
-  auto other = std::make_shared<RecordingStore>();
+  auto other = std::make_shared<GatedStore>();
   auto llm = FakeLLM::script({Turn{.content = "nothing to note"}});
   auto ctx = make_test_ctx({.llm = llm, .store = other});
   auto handle = agent.start("take a note", ctx, {.run_id = "after"});
@@ -331,8 +302,8 @@ TEST_CASE("200 concurrent durable runs on one store share one writer thread, eac
 
 TEST_CASE("runs on different stores do not wait on each other's writer, a refused save fails only its own run",
           "[durable][async]") {
-  auto held = std::make_shared<RecordingStore>();
-  auto free = std::make_shared<RecordingStore>("bad");
+  auto held = std::make_shared<GatedStore>();
+  auto free = std::make_shared<GatedStore>("bad");
   auto runs = std::make_shared<std::atomic<int>>(0);
   Agent agent("clerk", "fake", "You take notes.", react({note_tool(runs)}));
   const auto script = [] {
@@ -379,4 +350,34 @@ TEST_CASE("model calls on an executor see the whole history at every turn (the e
     const std::vector<agentkit::Message> prefix(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(1 + 2 * k));
     CHECK(requests[k].messages == prefix);
   }
+}
+
+TEST_CASE("a forked child's durable runs on a store its parent used get a writer thread of their own",
+          "[durable][async]") {
+  // The parent's run leaves the store's writer thread waiting; a forked child
+  // has no such thread, so a run there must not queue saves to it (they would
+  // never be written and the run would never end).
+  auto store = std::make_shared<agentkit::state::InMemoryStore>();
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  Agent agent("clerk", "fake", "You take notes.", react({note_tool(runs)}));
+  const auto run_once = [&](const std::string& id) {
+    auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "note", {{"what", id}})}}, Turn{.content = "noted"}});
+    auto ctx = make_test_ctx({.llm = llm, .store = store});
+    auto handle = agent.start("take a note", ctx, {.run_id = id});
+    handle.wait();
+    return handle.result().stop_reason == StopReason::answered &&
+           agentkit::load_run(*store, ctx.scope, id)->phase == agentkit::Phase::done;
+  };
+  REQUIRE(run_once("parent"));
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(30);  // a hang ends the child (SIGALRM), and the check below fails
+    ::_exit(run_once("child") ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(run_once("parent again"));  // the parent's writer is still its own
 }

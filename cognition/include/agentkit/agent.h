@@ -102,7 +102,7 @@ struct RunResult {
 // those of the sub-runs it starts (as_tool) included, in the order emitted.
 //
 // Durability: poll() never waits on storage. A durable run's checkpoints
-// are written in order by a writer thread of the run's own; a batch of tool
+// are written in order by its store's writer thread; a batch of tool
 // calls starts only once the checkpoint naming it is written, so a crash
 // loses at most the step in flight (which Agent::recover handles). A save
 // the store refuses stops the run `failed` at the next poll(), and a run
