@@ -264,7 +264,11 @@ struct AsyncRequest::State {
     }
     if (!multi_ok || finished || running == 0) {
       end_attempt(finished, result, false);
-    } else if (options_.idle_timeout.count() > 0 && Clock::now() - attempt_.last_byte >= options_.idle_timeout) {
+    } else if (const auto now = Clock::now();
+               options_.idle_timeout.count() > 0 && now - attempt_.last_byte >= options_.idle_timeout &&
+               !(options_.total_timeout.count() > 0 && now - started_ >= options_.total_timeout)) {
+      // Idle, and not past the total timeout too: once both have passed (an
+      // idle limit as long as the total one), curl reports the total one.
       end_attempt(false, CURLE_OK, true);
     }
     return phase_ == Phase::done;
