@@ -174,8 +174,11 @@ struct Distribution {
   }
 };
 
-const Figures& figures_of(const std::vector<std::pair<const char*, Figures>>& all, const char* name) {
-  return std::find_if(all.begin(), all.end(), [&](const auto& entry) { return entry.first == name; })->second;
+// p50 / p99 / p99.9 / max of one sorted distribution, after its labels; the
+// caller ends the line.
+void print_row(const char* label, const char* measure, const std::vector<double>& sorted) {
+  std::printf("%-28s %-5s %8.1f %8.1f %8.1f %8.1f", label, measure, percentile(sorted, 0.5), percentile(sorted, 0.99),
+              percentile(sorted, 0.999), sorted.back());
 }
 
 // The machine's floor for a tick that hands work to another thread: the same
@@ -272,29 +275,32 @@ int main(int argc, char** argv) {
     if (wanted) all.emplace_back(config.name, drive(agent, config.make()));
   }
   const Figures floor = wake_floor();
-  std::vector<std::pair<const char*, Distribution>> measured;
-  for (const auto& [name, f] : all) measured.emplace_back(name, Distribution(f.ticks));
-  for (const auto& [name, d] : measured) {
-    const Figures& f = figures_of(all, name);
+  std::vector<Distribution> measured;  // measured[i] is all[i]'s
+  for (const auto& entry : all) measured.emplace_back(entry.second.ticks);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Figures& f = all[i].second;
+    const Distribution& d = measured[i];
     const double p999 = percentile(d.wall, 0.999);
     ok = ok && p999 <= 50;
-    std::printf("%-28s %-5s %8.1f %8.1f %8.1f %8.1f %8s %6d %10.0f %10.0f\n", name, "wall", percentile(d.wall, 0.5),
-                percentile(d.wall, 0.99), p999, d.wall.back(), "<= 50", f.runs, f.start_max_us, f.drop_max_us);
-    std::printf("%-28s %-5s %8.1f %8.1f %8.1f %8.1f\n", "", "cpu", percentile(d.cpu, 0.5), percentile(d.cpu, 0.99),
-                percentile(d.cpu, 0.999), d.cpu.back());
+    print_row(all[i].first, "wall", d.wall);
+    std::printf(" %8s %6d %10.0f %10.0f\n", "<= 50", f.runs, f.start_max_us, f.drop_max_us);
+    print_row("", "cpu", d.cpu);
+    std::printf("\n");
   }
   {
     const Distribution d(floor.ticks);
-    std::printf("%-28s %-5s %8.1f %8.1f %8.1f %8.1f\n", "floor: wake a sleeping thread", "wall", percentile(d.wall, 0.5),
-                percentile(d.wall, 0.99), percentile(d.wall, 0.999), d.wall.back());
-    std::printf("%-28s %-5s %8.1f %8.1f %8.1f %8.1f\n", "", "cpu", percentile(d.cpu, 0.5), percentile(d.cpu, 0.99),
-                percentile(d.cpu, 0.999), d.cpu.back());
+    print_row("floor: wake a sleeping thread", "wall", d.wall);
+    std::printf("\n");
+    print_row("", "cpu", d.cpu);
+    std::printf("\n");
   }
   // The slowest 1% of ticks by each measure, by the kind of step they were,
   // beside how often each kind occurs and its median CPU time.
   std::printf("\nslowest 1%% of ticks by kind of step (count among the slowest by wall / by cpu; all ticks of the kind; "
               "their median cpu µs)\n");
-  for (const auto& [name, d] : measured) {
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const char* name = all[i].first;
+    const Distribution& d = measured[i];
     const double wall_cut = percentile(d.wall, 0.99);
     const double cpu_cut = percentile(d.cpu, 0.99);
     struct Kind {
@@ -304,7 +310,7 @@ int main(int argc, char** argv) {
     };
     std::map<std::string, Kind> kinds;
     int descheduled = 0;  // slow by wall, but the host's CPU time was under half of it
-    for (const Tick& t : figures_of(all, name).ticks) {
+    for (const Tick& t : all[i].second.ticks) {
       Kind& k = kinds[t.step];
       k.cpu.push_back(t.cpu_us);
       if (t.wall_us > wall_cut) {
