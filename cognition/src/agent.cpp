@@ -16,7 +16,7 @@
 
 namespace agentkit {
 
-RunResult RunHandle::wait(Observer* observer) {
+void RunHandle::drive(Observer* observer) {
   const auto deliver = [&] {
     for (const auto& event : driver_->drain_events()) {
       if (observer) observer->on_event(event);
@@ -28,7 +28,16 @@ RunResult RunHandle::wait(Observer* observer) {
   }
   driver_->wait();  // a durable run's end is in its store once wait() returns
   deliver();
+}
+
+RunResult RunHandle::wait(Observer* observer) & {
+  drive(observer);
   return driver_->result();
+}
+
+RunResult RunHandle::wait(Observer* observer) && {
+  drive(observer);
+  return driver_->take_result();
 }
 
 namespace {
@@ -94,6 +103,7 @@ class SettledDriver final : public RunHandle::Driver {
   void wait() override {}
   bool done() const override { return true; }
   const RunResult& result() const override { return result_; }
+  RunResult take_result() override { return std::move(result_); }
   std::vector<Event> drain_events() override { return {}; }
   void cancel() override {}
 
@@ -194,6 +204,7 @@ class SigningDriver final : public RunHandle::Driver {
   void wait() override { inner_->wait(); }
   bool done() const override { return inner_->done(); }
   const RunResult& result() const override { return signed_ ? *signed_ : inner_->result(); }
+  RunResult take_result() override { return signed_ ? std::move(*signed_) : inner_->take_result(); }
   std::vector<Event> drain_events() override { return inner_->drain_events(); }
   void cancel() override { inner_->cancel(); }
 
@@ -201,7 +212,7 @@ class SigningDriver final : public RunHandle::Driver {
   // Signs once, when the run is over (a driver is done only after a poll).
   void seal() {
     if (signed_ || !inner_->done()) return;
-    signed_ = inner_->result();
+    signed_ = inner_->take_result();  // the inner driver is done and never asked again
     signed_->state.signature = signature_of(signed_->state, key_);
   }
 

@@ -198,6 +198,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   bool done() const override { return done_; }
   const RunResult& result() const override { return result_; }
+  RunResult take_result() override { return std::move(result_); }
   std::vector<Event> drain_events() override { return events_->drain(); }
   void cancel() override {
     ctx_.cancellation.cancel();

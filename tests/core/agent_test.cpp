@@ -334,6 +334,34 @@ TEST_CASE("a host advances a run with poll() and drains typed events", "[agent][
   CHECK(saw_finish);
 }
 
+TEST_CASE("wait() on a kept handle leaves the result in place, on a temporary it hands it over", "[agent][handle]") {
+  const auto script = [] {
+    return FakeLLM::script({Turn{.tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}},
+                            Turn{.content = "545,000"}});
+  };
+  Agent agent("atlas", "fake", "p", react({city_population()}));
+  for (const bool signing : {false, true}) {
+    CAPTURE(signing);
+    auto kept_ctx = make_test_ctx({.llm = script()});
+    auto temp_ctx = make_test_ctx({.llm = script()});
+    if (signing) kept_ctx.state_key = temp_ctx.state_key = std::string(32, 'k');
+    auto handle = agent.start("How big is Lisbon?", kept_ctx);
+    const auto waited = handle.wait();
+    CHECK(waited.output == "545,000");
+    CHECK(waited.state.history.size() == 4);  // task, call, result, answer
+    // The handle still has it all: wait() on a kept handle copies.
+    CHECK(handle.result().output == "545,000");
+    CHECK(handle.result().state.history.size() == 4);
+    CHECK(handle.result().state.signature == waited.state.signature);
+
+    const auto taken = agent.start("How big is Lisbon?", temp_ctx).wait();
+    CHECK(taken.output == "545,000");
+    CHECK(taken.state.history.size() == 4);
+    CHECK(taken.state.signature.empty() == !signing);
+    if (signing) CHECK(taken.state.signature.rfind("hmac-sha256:", 0) == 0);
+  }
+}
+
 TEST_CASE("octopus: an agent as a tool", "[agent][as_tool][spec]") {
   auto researcher = std::make_shared<Agent>("researcher", "fake", "You summarise a topic in one sentence.");
   auto research_tool = agentkit::as_tool(

@@ -144,6 +144,9 @@ class RunHandle {
     virtual void wait() = 0;
     virtual bool done() const = 0;
     virtual const RunResult& result() const = 0;
+    // Hands the result of a done run over, moved where it can be; the
+    // driver is not asked for its result again.
+    virtual RunResult take_result() { return result(); }
     virtual std::vector<Event> drain_events() = 0;
     virtual void cancel() = 0;
   };
@@ -159,9 +162,15 @@ class RunHandle {
   void cancel() { driver_->cancel(); }
   const RunResult& result() const { return driver_->result(); }
   // Drives to the end on the calling thread, delivering events to `observer`.
-  RunResult wait(Observer* observer = nullptr);
+  // A handle kept by the host keeps its result (result() still answers); a
+  // temporary one (`agent.start(...).wait()`, which Agent::run is) hands it
+  // over without copying the history.
+  RunResult wait(Observer* observer = nullptr) &;
+  RunResult wait(Observer* observer = nullptr) &&;
 
  private:
+  void drive(Observer* observer);
+
   std::unique_ptr<Driver> driver_;
 };
 
