@@ -105,6 +105,7 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
       }
       settings.openai_api_key = key_value;
       settings.anthropic_api_key = key_value;
+      settings.ollama_api_key = key_value;
     }
     settings = providers::settings_from_environment(settings);
   }
@@ -117,7 +118,7 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
   // The provider's own API refuses every request without a key: say which
   // variable is missing now, before anything is sent. A server named by a
   // base URL (Ollama, vLLM, a proxy) may need none.
-  if (options_.connect && target.api_key.empty() && target.base_url.empty()) {
+  if (options_.connect && target.api_key_required && target.api_key.empty() && target.base_url.empty()) {
     throw ConfigError(config.file, config.model_line,
                       "environment variable '" + std::string(target.api_key_variable) + "' is not set; " +
                           config.model + " needs its API key there (or name another variable with api_key_env)");

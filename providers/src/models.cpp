@@ -1,5 +1,6 @@
 #include <agentkit/providers/models.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -7,6 +8,7 @@
 
 #include <agentkit/egress.h>
 #include <agentkit/providers/anthropic.h>
+#include <agentkit/providers/ollama.h>
 #include <agentkit/providers/openai.h>
 
 namespace agentkit::providers {
@@ -31,6 +33,17 @@ void check_base_url(const std::string& url, const std::string& what) {
   }
 }
 
+// OLLAMA_HOST as Ollama's own client reads it: "host", "host:port" or a
+// URL; without a scheme it is http, and without a port 11434.
+std::string ollama_host(std::string host) {
+  if (host.empty() || host.find("://") != std::string::npos) return host;
+  const std::string authority = host.substr(0, host.find('/'));
+  const auto colon = authority.rfind(':');
+  const auto bracket = authority.rfind(']');  // [::1]
+  const bool has_port = colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
+  return "http://" + authority + (has_port ? "" : ":11434") + host.substr(authority.size());
+}
+
 }  // namespace
 
 ProviderSettings settings_from_environment(ProviderSettings s) {
@@ -38,6 +51,8 @@ ProviderSettings settings_from_environment(ProviderSettings s) {
   if (s.anthropic_api_key.empty()) s.anthropic_api_key = env("ANTHROPIC_API_KEY");
   if (s.openai_base_url.empty()) s.openai_base_url = env("OPENAI_BASE_URL");
   if (s.anthropic_base_url.empty()) s.anthropic_base_url = env("ANTHROPIC_BASE_URL");
+  if (s.ollama_api_key.empty()) s.ollama_api_key = env("OLLAMA_API_KEY");
+  if (s.ollama_base_url.empty()) s.ollama_base_url = ollama_host(env("OLLAMA_HOST"));
   return s;
 }
 
@@ -55,20 +70,33 @@ ModelTarget resolve_model(std::string_view spec, const ProviderSettings& setting
     from_spec = true;
   }
   t.model = std::string(model);
-  if (t.model.empty() || (t.provider != "openai" && t.provider != "anthropic")) {
+  struct Provider {
+    std::string_view name, shown, key_variable, url_variable;
+    const std::string& key;
+    const std::string& base_url;
+  };
+  const Provider providers[] = {
+      {"openai", "OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", settings.openai_api_key, settings.openai_base_url},
+      {"anthropic", "Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", settings.anthropic_api_key, settings.anthropic_base_url},
+      {"ollama", "Ollama", "OLLAMA_API_KEY", "OLLAMA_HOST", settings.ollama_api_key, settings.ollama_base_url},
+  };
+  const auto* provider = std::find_if(std::begin(providers), std::end(providers),
+                                      [&](const Provider& p) { return p.name == t.provider; });
+  if (t.model.empty() || provider == std::end(providers)) {
     throw Error(ErrorCode::not_found, "unknown model '" + std::string(named) + (from_spec ? "@..." : "") +
-                                "': use openai/<model>, anthropic/<model> or <provider>/<model>@<base URL>");
+                                "': use openai/<model>, anthropic/<model>, ollama/<model> or "
+                                "<provider>/<model>@<base URL>");
   }
-  const bool openai = t.provider == "openai";
-  t.api_key_variable = openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
-  t.api_key = openai ? settings.openai_api_key : settings.anthropic_api_key;
+  t.api_key_variable = provider->key_variable;
+  t.api_key_required = t.provider != "ollama";
+  t.api_key = provider->key;
   if (from_spec) {
     if (base_url.empty()) throw Error(ErrorCode::invalid_argument, "model '" + std::string(named) + "@': the base URL is empty");
     check_base_url(base_url, "model '" + std::string(named) + "': the base URL after '@'");
   } else {
-    base_url = openai ? settings.openai_base_url : settings.anthropic_base_url;
+    base_url = provider->base_url;
     if (!base_url.empty()) {
-      check_base_url(base_url, openai ? "the OpenAI base URL (OPENAI_BASE_URL)" : "the Anthropic base URL (ANTHROPIC_BASE_URL)");
+      check_base_url(base_url, "the " + std::string(provider->shown) + " base URL (" + std::string(provider->url_variable) + ")");
     }
   }
   t.base_url = std::move(base_url);
@@ -96,6 +124,9 @@ std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings&
   if (!transport) transport = std::make_shared<Transport>();
   if (t.provider == "openai") {
     return std::make_shared<OpenAIChatModel>(std::move(transport), options_for<OpenAIOptions>(std::move(t), settings));
+  }
+  if (t.provider == "ollama") {
+    return std::make_shared<OllamaChatModel>(std::move(transport), options_for<OllamaOptions>(std::move(t), settings));
   }
   return std::make_shared<AnthropicModel>(std::move(transport), options_for<AnthropicOptions>(std::move(t), settings));
 }

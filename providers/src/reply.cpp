@@ -40,13 +40,20 @@ ReplyReader::ReplyReader(const ReplyFormat& format, std::string_view url, std::u
       sink_([this](const SseEvent& e) {
         ++events_;
         stream_->on_event(e);
+      }),
+      lines_(limits.max_bytes),
+      line_sink_([this](std::string_view line) {
+        SseEvent e;
+        e.data = line;
+        sink_(e);
       }) {}
 
 void ReplyReader::on_headers(const HttpResponse& head) {
   head_.status = head.status;
   head_.headers = head.headers;
   media_type_ = media_type(head.header("content-type").value_or(""));
-  if (media_type_ == "text/event-stream") {
+  const std::string_view stream_type = format_.framing == Framing::ndjson ? "application/x-ndjson" : "text/event-stream";
+  if (media_type_ == stream_type) {
     start(Mode::events);
   } else if (!media_type_.empty()) {
     start(Mode::whole);
@@ -81,7 +88,8 @@ void ReplyReader::feed(std::string_view bytes) {
       body_.append(bytes);
       return;
     }
-    const bool json = bytes[first] == '{' || bytes[first] == '[';
+    // NDJSON lines are JSON too: a streaming request reads them as lines.
+    const bool json = (bytes[first] == '{' || bytes[first] == '[') && format_.framing == Framing::sse;
     if (json || !stream_) {
       start(Mode::whole);
     } else {
@@ -99,7 +107,13 @@ void ReplyReader::feed(std::string_view bytes) {
     return;
   }
   try {
-    detail::read_json(std::string(format_.provider) + " stream event", [&] { decoder_.feed(bytes, sink_); });
+    detail::read_json(std::string(format_.provider) + " stream event", [&] {
+      if (format_.framing == Framing::ndjson) {
+        lines_.feed(bytes, line_sink_);
+      } else {
+        decoder_.feed(bytes, sink_);
+      }
+    });
   } catch (const ProviderError& e) {
     // An error event mid-stream: the tokens reported before it were spent.
     const Usage spent = e.usage() == Usage{} ? stream_->finish().usage : e.usage();
@@ -118,7 +132,13 @@ ModelResponse ReplyReader::finish_events() {
   const std::string provider(format_.provider);
   std::string cut;
   try {
-    detail::read_json(provider + " stream event", [&] { decoder_.finish(sink_); });
+    detail::read_json(provider + " stream event", [&] {
+      if (format_.framing == Framing::ndjson) {
+        lines_.finish(line_sink_);
+      } else {
+        decoder_.finish(sink_);
+      }
+    });
   } catch (const ProviderError& e) {
     // The last event lacked its blank line and did not decode: it was cut off.
     if (stream_->done() || e.code() != ErrorCode::protocol) fail(e);

@@ -353,6 +353,30 @@ TEST_CASE("text from an Anthropic stream arrives as text_delta events", "[cli]")
   CHECK(model.requests().at(0).header("x-api-key") == kApiKey);
 }
 
+TEST_CASE("agentkit run routes ollama/<model> to Ollama's native chat API at OLLAMA_HOST, with no key", "[cli][ollama]") {
+  TempDir dir;
+  WireServer model;
+  WireServer::Response r;
+  r.headers = {{"content-type", "application/x-ndjson"}};
+  r.chunks = {R"({"message":{"role":"assistant","content":"Ola, "},"done":false})" "\n",
+              R"({"message":{"role":"assistant","content":"Lisboa."},"done":false})" "\n",
+              R"({"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":12,"eval_count":4})" "\n"};
+  model.enqueue(r);
+  const auto file = dir.write("a.yaml", "name: atlas\nmodel: ollama/llama3.2\nprompt: Greet.\n");
+  // OLLAMA_HOST as Ollama's own client takes it: host:port, no scheme.
+  const std::string host = model.base_url().substr(std::string("http://").size());
+  const Outcome out = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()}, {"OLLAMA_HOST=" + host});
+  CHECK(out.exit_code == 0);
+  CHECK(out.out == "Ola, Lisboa.\n");
+  const auto requests = model.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].path == "/api/chat");
+  CHECK(requests[0].header("authorization").empty());
+  const Json body = Json::parse(requests[0].body);
+  CHECK(body["model"] == "llama3.2");
+  CHECK(body["messages"][1] == Json({{"role", "user"}, {"content", "Greet me"}}));
+}
+
 // One Anthropic turn: thinking, then the answer text.
 WireServer::Response thinking_then_text() {
   WireServer::Response r;

@@ -44,10 +44,11 @@ inline void check_response(const ModelResponse& r) {
   AGENTKIT_FUZZ_CHECK(message_from_json(Json::parse(text)) == r.message);
 }
 
-inline const char* content_type(std::uint8_t selector, bool streaming) {
+inline const char* content_type(std::uint8_t selector, bool streaming, const providers::ReplyFormat& format) {
   switch ((selector >> 1) % 4) {
     case 0:
-      return streaming ? "text/event-stream" : "application/json";
+      if (!streaming) return "application/json";
+      return format.framing == providers::Framing::ndjson ? "application/x-ndjson" : "text/event-stream";
     case 1:
       return "application/json";
     case 2:
@@ -94,7 +95,7 @@ void fuzz_reply(const providers::ReplyFormat& format, const std::uint8_t* data, 
                 bool text_is_content) {
   if (size < 2) return;
   const bool streaming = data[0] % 2 == 0;
-  const char* type = content_type(data[0], streaming);
+  const char* type = content_type(data[0], streaming, format);
   const std::string_view body = as_text(data + 2, size - 2);
   const std::vector<std::size_t> cuts = chunk_cuts(data[1], body.size(), 13);
   const Outcome whole = read_reply<Accumulator>(format, body, type, streaming, {});
@@ -111,8 +112,10 @@ void fuzz_reply(const providers::ReplyFormat& format, const std::uint8_t* data, 
   // Streamed text came from events; a JSON completion answering the request
   // streams none. Either way nothing is accepted without its terminal event.
   if (!whole.text.empty()) {
-    AGENTKIT_FUZZ_CHECK(body.find(format.terminal_event == "data: [DONE]" ? "[DONE]" : "message_stop") !=
-                        std::string_view::npos);
+    const char* terminal = format.framing == providers::Framing::ndjson ? "\"done\""
+                           : format.terminal_event == "data: [DONE]"      ? "[DONE]"
+                                                                          : "message_stop";
+    AGENTKIT_FUZZ_CHECK(body.find(terminal) != std::string_view::npos);
     if (text_is_content) AGENTKIT_FUZZ_CHECK(whole.text == whole.response->message.text());
   }
 }

@@ -6,10 +6,15 @@
 //   "openai/<model>@<base URL>"      any OpenAI-compatible server (Ollama /v1,
 //                                    vLLM, llama.cpp server, a loopback stub)
 //   "anthropic/<model>@<base URL>"   an Anthropic-compatible server or proxy
+//   "ollama/<model>"                 Ollama's native chat API (/api/chat)
+//   "ollama/<model>@<base URL>"      an Ollama server elsewhere
 //
 // Keys come from ProviderSettings or, when empty, OPENAI_API_KEY /
-// ANTHROPIC_API_KEY; base URLs from OPENAI_BASE_URL / ANTHROPIC_BASE_URL as
-// the official SDKs read them. Keys are never logged or put in errors.
+// ANTHROPIC_API_KEY / OLLAMA_API_KEY (optional); base URLs from
+// OPENAI_BASE_URL / ANTHROPIC_BASE_URL / OLLAMA_HOST as the official SDKs
+// and Ollama's client read them (OLLAMA_HOST may be "host" or "host:port":
+// no scheme means http, no port 11434). Keys are never logged or put in
+// errors.
 //
 // Every base URL (after '@' or from the settings) must be an absolute http
 // or https URL that agentkit::parse_url accepts: "127.0.0.1:8080/v1" (no
@@ -29,22 +34,26 @@ struct ProviderSettings {
   std::string anthropic_api_key;
   std::string openai_base_url;     // default https://api.openai.com/v1
   std::string anthropic_base_url;  // default https://api.anthropic.com
+  std::string ollama_api_key;      // none by default: a local server takes none
+  std::string ollama_base_url;     // default http://localhost:11434
   bool stream = true;
 };
 
 // `overrides`, with the fields left empty read from OPENAI_API_KEY,
-// ANTHROPIC_API_KEY, OPENAI_BASE_URL and ANTHROPIC_BASE_URL.
+// ANTHROPIC_API_KEY, OLLAMA_API_KEY, OPENAI_BASE_URL, ANTHROPIC_BASE_URL and
+// OLLAMA_HOST.
 ProviderSettings settings_from_environment(ProviderSettings overrides = {});
 
 // What a model string resolves to under `settings`, without building an
 // adapter (e.g. to check a definition, or that a key is there, before any
 // request).
 struct ModelTarget {
-  std::string provider;                // "openai" or "anthropic"
+  std::string provider;                // "openai", "anthropic" or "ollama"
   std::string model;                   // the provider's model name
   std::string base_url;                // checked; empty: the provider's own API
   std::string api_key;                 // from `settings`; may be empty
   std::string_view api_key_variable;   // where settings_from_environment reads it: OPENAI_API_KEY, ...
+  bool api_key_required = true;        // false for Ollama: a local server takes none
 };
 
 // Parses and checks `spec` (see the forms above). Throws agentkit::Error:

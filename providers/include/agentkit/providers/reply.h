@@ -65,11 +65,17 @@ class StreamAccumulator {
   virtual ModelResponse finish() = 0;
 };
 
+// How a stream's events are framed: Server-Sent Events (text/event-stream),
+// or one JSON document per line (application/x-ndjson, Ollama), each line
+// reaching the accumulator as an SseEvent whose `data` is the line.
+enum class Framing { sse, ndjson };
+
 // What a ReplyReader needs to know about one adapter's wire format.
 struct ReplyFormat {
   std::string_view provider;        // names the adapter in messages: "OpenAI"
   std::string_view terminal_event;  // what ends a complete stream, as messages name it: "data: [DONE]"
   ModelResponse (*parse_body)(const Json& body) = nullptr;  // a whole JSON reply; throws ProviderError
+  Framing framing = Framing::sse;
 };
 
 // Reads one 2xx reply: its status and headers, then its body bytes in any
@@ -94,7 +100,8 @@ class ReplyReader {
               JsonLimits limits = {});
 
   // The reply's status and headers; its content type decides how the body is
-  // read (an absent one: by the body's first byte).
+  // read (an absent one: by the body's first byte, except that a streaming
+  // request of an NDJSON format is read as lines).
   void on_headers(const HttpResponse& head);
   // The next body bytes. May throw ProviderError before the end (an error
   // event, an event stream answering a non-streaming request, a body past the
@@ -122,6 +129,8 @@ class ReplyReader {
   std::string body_;  // a whole body, or bytes held back until the mode is known
   SseDecoder decoder_;
   SseDecoder::Sink sink_;
+  NdjsonDecoder lines_;
+  NdjsonDecoder::Sink line_sink_;
   std::size_t events_ = 0;
 };
 
