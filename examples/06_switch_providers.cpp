@@ -7,13 +7,18 @@
 //
 // By default the model is "openai/gpt-4o-mini@<loopback URL>": the real
 // OpenAI adapter and libcurl talk to a loopback server that replays scripted
-// Chat Completions streams, so this runs offline with no key. Set
-// AGENTKIT_MODEL to switch, with the provider's key in OPENAI_API_KEY or
-// ANTHROPIC_API_KEY:
+// Chat Completions streams, so this runs offline with no key.
+// AGENTKIT_DEMO_WIRE=anthropic or =ollama makes the loopback server replay
+// that provider's wire format instead (Anthropic Messages events, Ollama
+// /api/chat NDJSON), through that provider's adapter. Set AGENTKIT_MODEL to
+// talk to a real model, with the provider's key in OPENAI_API_KEY or
+// ANTHROPIC_API_KEY (a local Ollama needs none):
 //
 //   ./build/examples/example_06_switch_providers                      (loopback, offline)
+//   AGENTKIT_DEMO_WIRE=ollama ./build/examples/example_06_switch_providers   (loopback, Ollama's format)
 //   AGENTKIT_MODEL=openai/gpt-4o-mini ./build/examples/example_06_switch_providers
 //   AGENTKIT_MODEL=anthropic/claude-sonnet-4-5 ./build/examples/example_06_switch_providers
+//   AGENTKIT_MODEL=ollama/llama3.1 ./build/examples/example_06_switch_providers
 //   AGENTKIT_MODEL=openai/llama3.1@http://localhost:11434/v1 ./build/examples/example_06_switch_providers
 //
 // `make demo` runs this example.
@@ -57,11 +62,74 @@ agentkit::testing::WireServer::Response openai_stream(const agentkit::Json& delt
   return r;
 }
 
-agentkit::testing::WireServer::Response tool_call(const std::string& id, const std::string& name, const agentkit::Json& args) {
-  return openai_stream({{"tool_calls", {{{"index", 0}, {"id", id}, {"type", "function"},
-                                         {"function", {{"name", name}, {"arguments", args.dump()}}}}}}},
-                       "tool_calls");
-}
+// The model's turns in one provider's wire format: a tool call, or the answer.
+struct Wire {
+  std::string name;  // "openai", "anthropic", "ollama"
+
+  agentkit::testing::WireServer::Response tool_call(const std::string& id, const std::string& tool,
+                                                     const agentkit::Json& args) const {
+    if (name == "anthropic") {
+      return anthropic_stream({{"type", "tool_use"}, {"id", id}, {"name", tool}, {"input", agentkit::Json::object()}},
+                              {{"type", "input_json_delta"}, {"partial_json", args.dump()}}, "tool_use");
+    }
+    if (name == "ollama") {
+      return ollama_stream({{"role", "assistant"}, {"content", ""},
+                            {"tool_calls", {{{"function", {{"name", tool}, {"arguments", args}}}}}}});
+    }
+    return openai_stream({{"tool_calls", {{{"index", 0}, {"id", id}, {"type", "function"},
+                                           {"function", {{"name", tool}, {"arguments", args.dump()}}}}}}},
+                         "tool_calls");
+  }
+
+  agentkit::testing::WireServer::Response answer(const std::string& text) const {
+    if (name == "anthropic") {
+      return anthropic_stream({{"type", "text"}, {"text", ""}}, {{"type", "text_delta"}, {"text", text}}, "end_turn");
+    }
+    if (name == "ollama") return ollama_stream({{"role", "assistant"}, {"content", text}});
+    return openai_stream({{"content", text}}, "stop");
+  }
+
+  // The model string that reaches `server` in this format.
+  std::string model(const agentkit::testing::WireServer& server) const {
+    if (name == "anthropic") return "anthropic/claude-sonnet-4-5@" + server.base_url();
+    if (name == "ollama") return "ollama/llama3.1@" + server.base_url();
+    return "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  }
+
+ private:
+  // One Anthropic Messages stream with one content block.
+  static agentkit::testing::WireServer::Response anthropic_stream(const agentkit::Json& block, const agentkit::Json& delta,
+                                                                  const std::string& stop_reason) {
+    const auto event = [](const std::string& type, agentkit::Json data) {
+      data["type"] = type;
+      return "event: " + type + "\ndata: " + data.dump() + "\n\n";
+    };
+    agentkit::testing::WireServer::Response r;
+    r.headers = {{"content-type", "text/event-stream"}};
+    r.chunks = {event("message_start", {{"message", {{"usage", {{"input_tokens", 90}}}}}}),
+                event("content_block_start", {{"index", 0}, {"content_block", block}}),
+                event("content_block_delta", {{"index", 0}, {"delta", delta}}),
+                event("content_block_stop", {{"index", 0}}),
+                event("message_delta", {{"delta", {{"stop_reason", stop_reason}}}, {"usage", {{"output_tokens", 20}}}}),
+                event("message_stop", {})};
+    return r;
+  }
+
+  // One Ollama /api/chat stream: the message, then the done line.
+  static agentkit::testing::WireServer::Response ollama_stream(const agentkit::Json& message) {
+    agentkit::testing::WireServer::Response r;
+    r.headers = {{"content-type", "application/x-ndjson"}};
+    r.chunks = {agentkit::Json{{"message", message}, {"done", false}}.dump() + "\n",
+                agentkit::Json{{"message", {{"role", "assistant"}, {"content", ""}}},
+                               {"done", true},
+                               {"done_reason", "stop"},
+                               {"prompt_eval_count", 90},
+                               {"eval_count", 20}}
+                        .dump() +
+                    "\n"};
+    return r;
+  }
+};
 
 }  // namespace
 
@@ -86,14 +154,19 @@ int main() {
                       return std::string(buf);
                     });
 
-  // The loopback server plays the model's three turns in the OpenAI wire format.
+  // The loopback server plays the model's three turns in the chosen wire format.
+  const char* wire_name = std::getenv("AGENTKIT_DEMO_WIRE");
+  const Wire wire{wire_name && *wire_name ? wire_name : "openai"};
+  if (wire.name != "openai" && wire.name != "anthropic" && wire.name != "ollama") {
+    std::cerr << "AGENTKIT_DEMO_WIRE must be openai, anthropic or ollama\n";
+    return 2;
+  }
   agentkit::testing::WireServer server;
-  server.enqueue(tool_call("c1", "lookup_order", {{"order_id", "A-1"}}));
-  server.enqueue(tool_call("c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}}));
-  server.enqueue(openai_stream(
-      {{"content", "Order A-1 arrived damaged, so I refunded the $20.00 you paid (confirmation RF-1001)."}}, "stop"));
+  server.enqueue(wire.tool_call("c1", "lookup_order", {{"order_id", "A-1"}}));
+  server.enqueue(wire.tool_call("c2", "refund", {{"order_id", "A-1"}, {"amount_usd", 20.0}}));
+  server.enqueue(wire.answer("Order A-1 arrived damaged, so I refunded the $20.00 you paid (confirmation RF-1001)."));
   const char* chosen = std::getenv("AGENTKIT_MODEL");
-  const std::string model = chosen && *chosen ? chosen : "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  const std::string model = chosen && *chosen ? chosen : wire.model(server);
   std::cout << "model: " << model << "\n";
 
   agentkit::Agent agent("billing", model, "You handle refunds for damaged orders. Look the order up first.",

@@ -96,6 +96,10 @@ std::string describe(const ContentPart& part) {
                     part);
 }
 
+std::string omitted_note(const ContentPart& part, std::string_view why) {
+  return "[" + describe(part) + " omitted: " + std::string(why) + "]";
+}
+
 void check_part(const ContentPart& part, const ContentLimits& limits) {
   check_part(part);
   const std::size_t bytes = part_bytes(part);

@@ -37,7 +37,7 @@ bool one_of(std::string_view value, std::initializer_list<std::string_view> opti
 
 // A part Anthropic cannot take here, as a text block in its place.
 Schema omitted(const ContentPart& part, std::string_view why) {
-  return text_block("[" + describe(part) + " omitted: " + std::string(why) + "]");
+  return text_block(omitted_note(part, why));
 }
 
 // {"type": "base64", "media_type", "data"} or {"type": "url", "url"}.
@@ -525,7 +525,7 @@ const ReplyFormat& anthropic_reply() {
 
 AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOptions options)
     : transport_(std::move(transport)), options_(std::move(options)) {
-  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+  options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
 }
 
 std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& request, RunContext& ctx) {
@@ -535,17 +535,14 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
   if (!options_.api_key.empty()) http.headers.emplace_back("x-api-key", options_.api_key);
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = anthropic_body(request, options_, options_.stream).dump();
-  std::unique_ptr<PendingCompletion> call;
+  std::unique_ptr<AnthropicStreamAccumulator> accumulator;
   if (options_.stream) {
     // The final-answer tool's input is the answer being written, not a
     // call: it streams no ToolCallDelta (the answer arrives whole).
-    auto accumulator = std::make_unique<AnthropicStreamAccumulator>(
+    accumulator = std::make_unique<AnthropicStreamAccumulator>(
         detail::run_deltas(ctx), request.output_schema ? std::string(kFinalAnswerTool) : std::string());
-    call = std::make_unique<detail::StreamedCompletion>(*transport_, std::move(http), ctx.cancellation,
-                                                        anthropic_reply(), std::move(accumulator));
-  } else {
-    call = std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation, anthropic_reply());
   }
+  auto call = detail::start_call(*transport_, std::move(http), ctx.cancellation, anthropic_reply(), std::move(accumulator));
   if (!request.output_schema) return call;
   return std::make_unique<FinalAnswerCompletion>(std::move(call), wraps_output(*request.output_schema));
 }

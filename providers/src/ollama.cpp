@@ -18,10 +18,6 @@ constexpr std::string_view kReasoningProvider = "ollama";
   throw UnsupportedSetting(kProvider, setting, problem);
 }
 
-std::string omitted(const ContentPart& part, std::string_view why) {
-  return "[" + describe(part) + " omitted: " + std::string(why) + "]";
-}
-
 // Text, with what Ollama cannot take as text notes; images as base64 where
 // the role may carry them (user and tool messages).
 Schema message_json(const Message& m) {
@@ -39,14 +35,14 @@ Schema message_json(const Message& m) {
       text += t->text;
     } else if (const auto* image = std::get_if<ImagePart>(&p)) {
       if (!images_here) {
-        note(omitted(p, "Ollama takes images in user and tool messages only"));
+        note(omitted_note(p, "Ollama takes images in user and tool messages only"));
       } else if (image->data.empty()) {
-        note(omitted(p, "Ollama takes images as bytes, not URLs"));
+        note(omitted_note(p, "Ollama takes images as bytes, not URLs"));
       } else {
         images.push_back(base64_encode(image->data));
       }
     } else if (std::holds_alternative<FilePart>(p)) {
-      note(omitted(p, "Ollama does not take files"));
+      note(omitted_note(p, "Ollama does not take files"));
     } else if (const auto* r = std::get_if<ReasoningPart>(&p)) {
       if (r->provider == kReasoningProvider) thinking += r->text;  // another provider's never leaves here
     } else if (const auto* refusal = std::get_if<RefusalPart>(&p)) {
@@ -267,7 +263,7 @@ const ReplyFormat& ollama_chat_reply() {
 
 OllamaChatModel::OllamaChatModel(std::shared_ptr<Transport> transport, OllamaOptions options)
     : transport_(std::move(transport)), options_(std::move(options)) {
-  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+  options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
 }
 
 std::unique_ptr<PendingCompletion> OllamaChatModel::begin(const ModelRequest& request, RunContext& ctx) {
@@ -277,12 +273,8 @@ std::unique_ptr<PendingCompletion> OllamaChatModel::begin(const ModelRequest& re
   if (!options_.api_key.empty()) http.headers.emplace_back("authorization", "Bearer " + options_.api_key);
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = ollama_chat_body(request, options_, options_.stream).dump();
-  if (options_.stream) {
-    return std::make_unique<detail::StreamedCompletion>(*transport_, std::move(http), ctx.cancellation,
-                                                        ollama_chat_reply(),
-                                                        std::make_unique<OllamaStreamAccumulator>(detail::run_deltas(ctx)));
-  }
-  return std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation, ollama_chat_reply());
+  return detail::start_call(*transport_, std::move(http), ctx.cancellation, ollama_chat_reply(),
+                            options_.stream ? std::make_unique<OllamaStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);
 }
 
 ModelResponse OllamaChatModel::complete(const ModelRequest& request, RunContext& ctx) {

@@ -11,11 +11,6 @@
 namespace agentkit::providers {
 namespace {
 
-// What OpenAI chat cannot take, as a text note in its place.
-std::string omitted(const ContentPart& part, std::string_view why) {
-  return "[" + describe(part) + " omitted: " + std::string(why) + "]";
-}
-
 std::string data_url(const std::string& media_type, const std::string& bytes) {
   return "data:" + media_type + ";base64," + base64_encode(bytes);
 }
@@ -47,7 +42,7 @@ Schema user_content(const Message& m) {
       parts.push_back(std::move(part));
     } else if (const auto* file = std::get_if<FilePart>(&p)) {
       if (file->data.empty()) {
-        text(omitted(p, "OpenAI chat takes files as bytes, not URLs"));
+        text(omitted_note(p, "OpenAI chat takes files as bytes, not URLs"));
         continue;
       }
       Schema inner = Schema::object();
@@ -73,7 +68,7 @@ std::string text_content(const Message& m, std::string_view role) {
       out += t->text;
     } else if (std::holds_alternative<ImagePart>(p) || std::holds_alternative<FilePart>(p)) {
       if (!out.empty()) out += '\n';
-      out += omitted(p, "OpenAI chat takes " + std::string(part_type(p)) + "s in user messages only, not in " +
+      out += omitted_note(p, "OpenAI chat takes " + std::string(part_type(p)) + "s in user messages only, not in " +
                             std::string(role) + " messages");
     }
   }
@@ -367,7 +362,7 @@ const ReplyFormat& openai_chat_reply() {
 
 OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options)
     : transport_(std::move(transport)), options_(std::move(options)) {
-  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+  options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
 }
 
 std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& request, RunContext& ctx) {
@@ -377,13 +372,8 @@ std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& re
   if (!options_.api_key.empty()) http.headers.emplace_back("authorization", "Bearer " + options_.api_key);
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
   http.body = openai_chat_body(request, options_, options_.stream).dump();
-  if (options_.stream) {
-    return std::make_unique<detail::StreamedCompletion>(*transport_, std::move(http), ctx.cancellation,
-                                                        openai_chat_reply(),
-                                                        std::make_unique<OpenAIStreamAccumulator>(detail::run_deltas(ctx)));
-  }
-  return std::make_unique<detail::WholeCompletion>(*transport_, std::move(http), ctx.cancellation,
-                                                   openai_chat_reply());
+  return detail::start_call(*transport_, std::move(http), ctx.cancellation, openai_chat_reply(),
+                            options_.stream ? std::make_unique<OpenAIStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);
 }
 
 ModelResponse OpenAIChatModel::complete(const ModelRequest& request, RunContext& ctx) {

@@ -79,6 +79,23 @@ class WholeCompletion final : public PendingCompletion {
   AsyncRequest request_;
 };
 
+// An adapter's call of `http`: streamed through `accumulator`, or whole
+// when there is none.
+inline std::unique_ptr<PendingCompletion> start_call(Transport& transport, HttpRequest http,
+                                                     const CancellationToken& cancel, const ReplyFormat& format,
+                                                     std::unique_ptr<StreamAccumulator> accumulator) {
+  if (accumulator) {
+    return std::make_unique<StreamedCompletion>(transport, std::move(http), cancel, format, std::move(accumulator));
+  }
+  return std::make_unique<WholeCompletion>(transport, std::move(http), cancel, format);
+}
+
+// A base URL as the adapters join paths to it: without trailing slashes.
+inline std::string without_trailing_slashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 // A blocking call: `pending` driven to the end on this thread.
 inline ModelResponse complete_now(PendingCompletion& pending) {
   while (!pending.poll()) pending.wait(std::chrono::milliseconds(10));

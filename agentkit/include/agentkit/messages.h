@@ -130,6 +130,9 @@ std::size_t part_bytes(const ContentPart& part) noexcept;
 void check_part(const ContentPart& part, const ContentLimits& limits);
 // A short description for errors and text notes: "image image/png, 1234 bytes".
 std::string describe(const ContentPart& part);
+// The text note an adapter sends in place of a part its provider cannot
+// take, never dropping it silently: "[image image/png, 1234 bytes omitted: <why>]".
+std::string omitted_note(const ContentPart& part, std::string_view why);
 
 // One message of a conversation. Assistant messages may carry tool calls;
 // tool messages answer exactly one call (`tool_call_id`) and may carry parts

@@ -41,9 +41,8 @@ struct OpenAIOptions {
 // as the assistant's `refusal`; ReasoningParts are never sent. Throws
 // ContentTooLarge / InvalidContent (options.content_limits, check_content)
 // before anything is built.
-
-// serialise byte-identically on every turn of a run). ModelRequest::settings
-// map to temperature, top_p, max_completion_tokens (which then replaces
+//
+// ModelRequest::settings map to temperature, top_p, max_completion_tokens (which then replaces
 // OpenAIOptions::max_tokens), stop (at most 4), seed, tool_choice (over
 // OpenAIOptions::tool_choice), parallel_tool_calls and reasoning_effort; tool
 // fields only with tools; `extra` merged last. thinking_budget_tokens, a
