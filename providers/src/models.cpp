@@ -74,11 +74,15 @@ ModelTarget resolve_model(std::string_view spec, const ProviderSettings& setting
     std::string_view name, shown, key_variable, url_variable;
     const std::string& key;
     const std::string& base_url;
+    bool key_required;
   };
   const Provider providers[] = {
-      {"openai", "OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", settings.openai_api_key, settings.openai_base_url},
-      {"anthropic", "Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", settings.anthropic_api_key, settings.anthropic_base_url},
-      {"ollama", "Ollama", "OLLAMA_API_KEY", "OLLAMA_HOST", settings.ollama_api_key, settings.ollama_base_url},
+      {"openai", "OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", settings.openai_api_key, settings.openai_base_url,
+       true},
+      {"anthropic", "Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", settings.anthropic_api_key,
+       settings.anthropic_base_url, true},
+      {"ollama", "Ollama", "OLLAMA_API_KEY", "OLLAMA_HOST", settings.ollama_api_key, settings.ollama_base_url,
+       false},  // a local server takes none
   };
   const auto* provider = std::find_if(std::begin(providers), std::end(providers),
                                       [&](const Provider& p) { return p.name == t.provider; });
@@ -88,7 +92,7 @@ ModelTarget resolve_model(std::string_view spec, const ProviderSettings& setting
                                 "<provider>/<model>@<base URL>");
   }
   t.api_key_variable = provider->key_variable;
-  t.api_key_required = t.provider != "ollama";
+  t.api_key_required = provider->key_required;
   t.api_key = provider->key;
   if (from_spec) {
     if (base_url.empty()) throw Error(ErrorCode::invalid_argument, "model '" + std::string(named) + "@': the base URL is empty");
