@@ -35,9 +35,10 @@ struct OllamaOptions {
 // seed) and reasoning_effort to `think` (the level's name); tool_choice
 // "none" sends no tools; `extra` is merged last. An output_schema becomes
 // `format` (Ollama's structured output). Ollama cannot enforce a required or
-// named tool_choice, parallel_tool_calls false nor a thinking budget: those
-// throw UnsupportedSetting (<agentkit/providers/settings.h>) rather than
-// being dropped. Throws ContentTooLarge / InvalidContent (check_content)
+// named tool_choice, parallel_tool_calls false, a thinking budget nor the
+// effort "minimal" (its levels are low, medium, high): those throw
+// UnsupportedSetting (<agentkit/providers/settings.h>) rather than being
+// dropped. Throws ContentTooLarge / InvalidContent (check_content)
 // before anything is built.
 Schema ollama_chat_body(const ModelRequest& request, const OllamaOptions& options, bool stream);
 
