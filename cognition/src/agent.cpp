@@ -278,6 +278,11 @@ double Pricing::cost(const Usage& usage) const noexcept {
 
 // ---------------------------------------------------------------- Agent
 
+void Agent::check_model(const Model& model) const {
+  const std::vector<const ToolSpec*> specs = cognition_->tools().schemas();
+  model.check_schemas(specs, options_.output ? &options_.output->schema : nullptr);
+}
+
 RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) const {
   check_state_key(ctx);
   RunState state;

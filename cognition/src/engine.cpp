@@ -159,8 +159,12 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (ctx_.models) {
       try {
         model_ = ctx_.models(agent_.model());
+        // A tool the provider cannot take fails the run here, before any
+        // call: never a 400 mid-run, never a weakened schema.
+        if (model_) model_->check_schemas(specs_, agent_.options().output ? &agent_.options().output->schema : nullptr);
       } catch (...) {
         model_error_ = failure_of(std::current_exception());
+        model_.reset();
       }
     }
     if (st_.phase == Phase::suspended) apply_decisions(decisions);

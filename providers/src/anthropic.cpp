@@ -1,6 +1,7 @@
 #include <agentkit/providers/anthropic.h>
 
 #include <algorithm>
+#include <cctype>
 #include <initializer_list>
 
 #include <agentkit/providers/settings.h>
@@ -191,9 +192,18 @@ void apply_settings(Schema& body, const ModelRequest& request, const AnthropicOp
   if (thinking) {
     const int budget = *s.thinking_budget_tokens;
     if (budget < 1024) refuse("thinking_budget_tokens", "must be at least 1024, not " + std::to_string(budget));
-    if (budget >= max_tokens) {
+    if (budget >= max_tokens && !options.interleaved_thinking) {
       refuse("thinking_budget_tokens", "(" + std::to_string(budget) + ") must be less than max_tokens (" +
                                            std::to_string(max_tokens) + "); raise max_output_tokens");
+    }
+    // Extended thinking samples at its own temperature.
+    if (s.temperature && *s.temperature != 1) {
+      refuse("temperature", "must be 1 (or unset) with thinking_budget_tokens (extended thinking), not " +
+                                std::to_string(*s.temperature));
+    }
+    if (s.top_p && *s.top_p < 0.95) {
+      refuse("top_p", "must be from 0.95 to 1 with thinking_budget_tokens (extended thinking), not " +
+                          std::to_string(*s.top_p));
     }
     Schema block = Schema::object();
     block["type"] = "enabled";
@@ -523,6 +533,24 @@ const ReplyFormat& anthropic_reply() {
   return format;
 }
 
+namespace {
+
+// Adds `feature` to the request's anthropic-beta header (one comma-separated
+// list, so a beta the host set in extra_headers stays).
+void add_beta(Headers& headers, std::string_view feature) {
+  constexpr std::string_view kBeta = "anthropic-beta";
+  for (auto& [name, value] : headers) {
+    if (std::equal(name.begin(), name.end(), kBeta.begin(), kBeta.end(),
+                   [](unsigned char a, unsigned char b) { return std::tolower(a) == b; })) {
+      if (value.find(feature) == std::string::npos) value += "," + std::string(feature);
+      return;
+    }
+  }
+  headers.emplace_back("anthropic-beta", std::string(feature));
+}
+
+}  // namespace
+
 AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOptions options)
     : transport_(std::move(transport)), options_(std::move(options)) {
   options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
@@ -534,6 +562,9 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
   http.headers = {{"content-type", "application/json"}, {"anthropic-version", options_.version}};
   if (!options_.api_key.empty()) http.headers.emplace_back("x-api-key", options_.api_key);
   for (const auto& h : options_.extra_headers) http.headers.push_back(h);
+  if (options_.interleaved_thinking && request.settings && request.settings->thinking_budget_tokens) {
+    add_beta(http.headers, "interleaved-thinking-2025-05-14");
+  }
   http.body = anthropic_body(request, options_, options_.stream).dump();
   std::unique_ptr<AnthropicStreamAccumulator> accumulator;
   if (options_.stream) {
@@ -549,6 +580,10 @@ std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& req
 
 ModelResponse AnthropicModel::complete(const ModelRequest& request, RunContext& ctx) {
   return detail::complete_now(*begin(request, ctx));
+}
+
+void AnthropicModel::check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const {
+  providers::check_schemas(tools, output_schema, SchemaDialect::anthropic);
 }
 
 }  // namespace agentkit::providers

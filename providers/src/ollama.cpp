@@ -185,7 +185,7 @@ Schema ollama_chat_body(const ModelRequest& request, const OllamaOptions& option
   body["stream"] = stream;
   if (!request.tools.empty()) {
     Schema tools = Schema::array();
-    for (const ToolSpec* spec : request.tools) tools.push_back(openai_tool(*spec));
+    for (const ToolSpec* spec : request.tools) tools.push_back(function_tool(*spec, SchemaDialect::ollama));
     body["tools"] = std::move(tools);
   }
   if (request.output_schema) body["format"] = *request.output_schema;
@@ -279,6 +279,10 @@ std::unique_ptr<PendingCompletion> OllamaChatModel::begin(const ModelRequest& re
 
 ModelResponse OllamaChatModel::complete(const ModelRequest& request, RunContext& ctx) {
   return detail::complete_now(*begin(request, ctx));
+}
+
+void OllamaChatModel::check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const {
+  providers::check_schemas(tools, output_schema, SchemaDialect::ollama);
 }
 
 }  // namespace agentkit::providers

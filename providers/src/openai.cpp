@@ -380,4 +380,11 @@ ModelResponse OpenAIChatModel::complete(const ModelRequest& request, RunContext&
   return detail::complete_now(*begin(request, ctx));
 }
 
+void OpenAIChatModel::check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const {
+  // The output schema goes strict only when strict mode can express it
+  // (openai_chat_body), so only the tools are compiled.
+  (void)output_schema;
+  providers::check_schemas(tools, nullptr, options_.strict_tools ? SchemaDialect::openai_strict : SchemaDialect::openai);
+}
+
 }  // namespace agentkit::providers

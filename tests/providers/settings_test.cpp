@@ -247,12 +247,53 @@ TEST_CASE("settings a provider cannot honour are refused, naming the setting and
   CHECK(refusal(s, true) == "Anthropic:thinking_budget_tokens");
   CHECK(refusal(s, false) == "OpenAI chat:thinking_budget_tokens");
   s = {};
+  s.thinking_budget_tokens = 1024;  // extended thinking samples at temperature 1, top_p 0.95 to 1
+  s.temperature = 0.5;
+  CHECK(refusal(s, true) == "Anthropic:temperature");
+  s.temperature = 1;
+  CHECK(refusal(s, true) == "(accepted)");
+  s.top_p = 0.9;
+  CHECK(refusal(s, true) == "Anthropic:top_p");
+  s = {};
   s.tool_choice = ToolChoice::named("launch_missiles");
   CHECK(refusal(s, true) == "Anthropic:tool_choice");
   CHECK(refusal(s, false) == "OpenAI chat:tool_choice");
   s = {};
   s.stop = std::vector<std::string>{"a", "b", "c", "d", "e"};
   CHECK(refusal(s, false) == "OpenAI chat:stop");
+}
+
+TEST_CASE("Anthropic interleaved thinking: the beta header, and a budget past max_tokens", "[settings][anthropic][loopback]") {
+  auto tool = weather_tool();
+  const agentkit::ToolSpec* specs[] = {&tool->spec()};
+  const std::vector<Message> history{Message::user("hi")};
+  ModelSettings s;
+  s.max_output_tokens = 2000;
+  s.thinking_budget_tokens = 8000;  // spans every thinking block of the turn
+  ModelRequest request{"m", "", history, specs, nullptr, &s};
+  CHECK_THROWS_AS(anthropic_body(request, {}, false), UnsupportedSetting);
+  CHECK(anthropic_body(request, {.interleaved_thinking = true}, false)["thinking"]["budget_tokens"] == 8000);
+
+  WireServer server;
+  const auto answer = Json{{"type", "message"}, {"role", "assistant"}, {"content", {{{"type", "text"}, {"text", "ok"}}}},
+                           {"stop_reason", "end_turn"}, {"usage", {{"input_tokens", 1}, {"output_tokens", 1}}}};
+  for (int i = 0; i < 3; ++i) server.enqueue(json_reply(answer));
+  const auto send = [&](AnthropicOptions options, const ModelSettings& settings) {
+    options.base_url = server.base_url();
+    options.api_key = "sk-ant-test";
+    options.stream = false;
+    AnthropicModel model(std::make_shared<Transport>(), options);
+    ModelRequest r{"m", "", history, specs, nullptr, &settings};
+    auto ctx = agentkit::testing::make_test_ctx();
+    model.complete(r, ctx);
+    return server.requests().back();
+  };
+  CHECK(send({.interleaved_thinking = true}, s).header("anthropic-beta") == "interleaved-thinking-2025-05-14");
+  // A beta the host set stays; the feature joins its list.
+  CHECK(send({.interleaved_thinking = true, .extra_headers = {{"Anthropic-Beta", "files-api-2025-04-14"}}}, s)
+            .header("anthropic-beta") == "files-api-2025-04-14,interleaved-thinking-2025-05-14");
+  // Without a thinking budget there is no thinking to interleave.
+  CHECK(send({.interleaved_thinking = true}, ModelSettings{}).header("anthropic-beta").empty());
 }
 
 TEST_CASE("an unsupported setting fails the run at its first call, before any request is sent", "[settings][loopback]") {

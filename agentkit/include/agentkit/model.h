@@ -205,6 +205,16 @@ class Model {
     (void)ctx;
     return nullptr;
   }
+  // Throws ToolDefinitionError when this model's provider cannot take one
+  // of `tools` or `output_schema` as declared (a schema construct its
+  // dialect cannot express), naming the tool, the field and the dialect. A
+  // run calls it once, when it resolves its model, and fails before its
+  // first model call; Agent::check_model lets a host check when it builds
+  // the agent. The default accepts everything.
+  virtual void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const {
+    (void)tools;
+    (void)output_schema;
+  }
 };
 
 // Resolves an agent's model name to a model.

@@ -284,6 +284,11 @@ class Agent {
   const std::string& prompt() const noexcept { return prompt_; }
   const AgentOptions& options() const noexcept { return options_; }
   const Cognition& cognition() const noexcept { return *cognition_; }
+  // Throws ToolDefinitionError when `model` cannot take one of this agent's
+  // tools or its output schema (Model::check_schemas), naming the tool, the
+  // field and the provider's dialect. Every run checks the same when it
+  // resolves its model; a host calls this to fail when it builds the agent.
+  void check_model(const Model& model) const;
 
   // Drives a run to its end on the calling thread. With ctx.store the run
   // is durable: checkpointed at every step boundary.

@@ -20,6 +20,11 @@ struct AnthropicOptions {
   std::string version = "2023-06-01";
   bool stream = true;
   int max_tokens = 4096;  // ModelSettings::max_output_tokens wins
+  // Interleaved thinking (thinking between tool calls of one turn, Claude 4
+  // models): with a thinking budget set, sends the beta header
+  // "anthropic-beta: interleaved-thinking-2025-05-14", and the budget may
+  // then exceed max_tokens (it spans every thinking block of the turn).
+  bool interleaved_thinking = false;
   Headers extra_headers;
   // Checked before a request is built: ContentTooLarge (InvalidContent for a
   // malformed part), and nothing goes on the wire.
@@ -47,8 +52,10 @@ struct AnthropicOptions {
 // tool_choice ({"type": "auto" | "any" | "none" | "tool", "name"}) with
 // disable_parallel_tool_use inside it, and thinking {"type": "enabled",
 // "budget_tokens": N}; `extra` is merged last. seed, reasoning_effort, a
-// budget below 1024 or not below max_tokens, a temperature above 1, and
-// forced tool use under thinking throw UnsupportedSetting
+// budget below 1024 or (without interleaved_thinking) not below
+// max_tokens, a temperature above 1, a temperature other than 1 or a top_p
+// below 0.95 under thinking, and forced tool use under thinking throw
+// UnsupportedSetting
 // (<agentkit/providers/settings.h>) before anything is sent.
 //
 // An output_schema adds the tool kFinalAnswerTool ("final_answer") with the
@@ -138,6 +145,9 @@ class AnthropicModel final : public Model {
   ModelResponse complete(const ModelRequest& request, RunContext& ctx) override;
   // The same call without blocking: the run loop advances it from RunHandle::poll().
   std::unique_ptr<PendingCompletion> begin(const ModelRequest& request, RunContext& ctx) override;
+  // Compiles the tools (and output schema) in this provider's dialect
+  // (<agentkit/providers/tool_format.h>); throws ToolDefinitionError.
+  void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
   const AnthropicOptions& options() const noexcept { return options_; }
 
  private:

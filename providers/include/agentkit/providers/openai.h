@@ -114,6 +114,9 @@ class OpenAIChatModel final : public Model {
   ModelResponse complete(const ModelRequest& request, RunContext& ctx) override;
   // The same call without blocking: the run loop advances it from RunHandle::poll().
   std::unique_ptr<PendingCompletion> begin(const ModelRequest& request, RunContext& ctx) override;
+  // Compiles the tools (and output schema) in this provider's dialect
+  // (<agentkit/providers/tool_format.h>); throws ToolDefinitionError.
+  void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
   const OpenAIOptions& options() const noexcept { return options_; }
 
  private:
