@@ -169,7 +169,8 @@ Schema ollama(const Schema& s, const std::string& where) {
       Schema properties = Schema::object();
       for (const auto& [name, prop] : value.items()) properties[name] = ollama_property(prop, where + "." + name);
       out["properties"] = std::move(properties);
-    } else if (key == "type" || key == "required" || key == "description") {
+    } else if (key == "type" || key == "required" || key == "description" || key == "$defs") {
+      // Ollama keeps the root's $defs; a $ref under a property is refused there.
       out[key] = value;
     } else if (key == "additionalProperties") {
       // A closed object stays closed by the check of the arguments; an open

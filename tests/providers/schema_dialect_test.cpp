@@ -187,7 +187,7 @@ TEST_CASE("each dialect's rewrites", "[schema][dialect]") {
     CHECK(note["properties"]["title"]["type"] == Json::array({"string", "null"}));
     CHECK(note["required"] == Json::array({"text"}));
     const Schema count = compile_schema(params("count_to"), SchemaDialect::ollama, "t");
-    CHECK(count["properties"]["n"] == Json({{"type", "integer"}, {"description", "(minimum 0)"}}));
+    CHECK(count["properties"]["n"] == Schema::parse(R"j({"type":"integer","description":"(minimum 0)"})j"));
     const Schema point = compile_schema(params("move_to"), SchemaDialect::ollama, "t");
     CHECK(point["properties"]["point"]["type"] == "array");
     CHECK(point["properties"]["point"]["items"] == Json({{"type", "number"}}));
