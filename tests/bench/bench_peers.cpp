@@ -15,15 +15,9 @@
 //
 //   bench_peers                 the comparison table for K = 10, 100, 1000
 //   bench_peers --agentkit K    agentkit's side alone, one JSON line like the peer scripts
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -42,21 +36,15 @@
 #include <agentkit/testing/test_context.h>
 
 #include "add_script.h"
-
-extern char** environ;
+#include "peer_process.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using agentkit::Json;
 using agentkit::testing::FakeLLM;
+using namespace peer_bench;
 
-// The repetition policy; tests/bench/peers/harness.mjs uses the same numbers.
-constexpr int kWarmupIterations = 100;
-constexpr int kMaxReps = 25;
-constexpr double kBudgetMs = 3000;
-constexpr auto kChildTimeout = std::chrono::minutes(10);
-constexpr const char* kSpawnEnv = "AGENTKIT_BENCH_SPAWN_EPOCH_MS";
+constexpr const char* kWho = "bench_peers";
 const std::vector<int> kIterationCounts = {10, 100, 1000};
 
 struct Runtime {
@@ -68,37 +56,6 @@ const std::vector<Runtime> kRuntimes = {{"agentkit", ""},
                                         {"langgraph", "peer_langgraph.mjs"},
                                         {"ai-sdk", "peer_ai_sdk.mjs"},
                                         {"openai-agents", "peer_openai_agents.mjs"}};
-
-struct Figures {
-  std::string version;
-  double us_per_iteration = 0;
-  double cpu_us_per_iteration = 0;
-  int reps = 0;
-  double startup_ms = 0;
-  double peak_rss_kb = 0;
-};
-
-template <typename... Args>
-std::string format(const char* pattern, Args... args) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, pattern, args...);
-  return buf;
-}
-
-double epoch_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-double cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // --- agentkit's side (the child process) ---
 
@@ -117,9 +74,6 @@ int run_agentkit(int k, double process_origin_ms) {
                               {.max_iterations = k + 1});
   const double startup_ms = epoch_ms() - process_origin_ms;
 
-  struct Elapsed {
-    double wall_ms, cpu_ms;
-  };
   // One run of n iterations; its wall and CPU time (context creation
   // included), or nullopt after printing why the run went wrong.
   const auto run_once = [&](int n) -> std::optional<Elapsed> {
@@ -141,23 +95,16 @@ int run_agentkit(int k, double process_origin_ms) {
     return elapsed;
   };
 
-  if (!run_once(std::min(k, kWarmupIterations))) return 1;
-  std::vector<double> per_iteration, cpu_per_iteration;
-  for (double spent = 0; per_iteration.size() < kMaxReps && (per_iteration.empty() || spent < kBudgetMs);) {
-    const auto elapsed = run_once(k);
-    if (!elapsed) return 1;
-    spent += elapsed->wall_ms;
-    per_iteration.push_back(elapsed->wall_ms * 1000.0 / k);
-    cpu_per_iteration.push_back(elapsed->cpu_ms * 1000.0 / k);
-  }
+  const auto timings = repeat(k, run_once);
+  if (!timings) return 1;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const Json line = {{"peer", "agentkit"},
                      {"version", AGENTKIT_BENCH_VERSION},
                      {"k", k},
-                     {"us_per_iteration", median(per_iteration)},
-                     {"cpu_us_per_iteration", median(cpu_per_iteration)},
-                     {"reps", per_iteration.size()},
+                     {"us_per_iteration", median(timings->per_iteration)},
+                     {"cpu_us_per_iteration", median(timings->cpu_per_iteration)},
+                     {"reps", timings->per_iteration.size()},
                      {"startup_ms", startup_ms},
                      {"peak_rss_kb", usage.ru_maxrss}};
   std::printf("%s\n", line.dump().c_str());
@@ -166,132 +113,18 @@ int run_agentkit(int k, double process_origin_ms) {
 
 // --- the comparison (the parent process) ---
 
-// This process's environment with kSpawnEnv set to now.
-std::vector<std::string> child_environment() {
-  std::vector<std::string> env;
-  const std::string prefix = std::string(kSpawnEnv) + "=";
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env.emplace_back(*e);
-  }
-  env.push_back(prefix + format("%.3f", epoch_ms()));
-  return env;
-}
-
-// Appends what fd delivers until EOF; false when the deadline passes first.
-bool read_until_eof(int fd, std::string& out, Clock::time_point deadline) {
-  for (char buf[4096];;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd pfd{fd, POLLIN, 0};
-    if (left <= 0 || poll(&pfd, 1, static_cast<int>(left)) == 0) return false;
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
-// Runs argv with stdout captured and kSpawnEnv set to the spawn time; stderr
-// passes through. Returns stdout of a zero exit, or nullopt after printing why not.
-std::optional<std::string> run_child(const std::vector<std::string>& argv) {
-  std::string command;
-  for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "bench_peers: pipe: %s\n", std::strerror(errno));
-    return std::nullopt;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  std::vector<char*> args, env;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  auto env_storage = child_environment();
-  for (auto& e : env_storage) env.push_back(e.data());
-  env.push_back(nullptr);
-
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    std::fprintf(stderr, "bench_peers: cannot start `%s`: %s\n", command.c_str(), std::strerror(rc));
-    return std::nullopt;
-  }
-  std::string output;
-  const bool finished = read_until_eof(out[0], output, Clock::now() + kChildTimeout);
-  if (!finished) kill(pid, SIGKILL);
-  close(out[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!finished) {
-    std::fprintf(stderr, "bench_peers: `%s` timed out after %lld s\n", command.c_str(),
-                 static_cast<long long>(std::chrono::seconds(kChildTimeout).count()));
-  } else if (WIFSIGNALED(status)) {
-    std::fprintf(stderr, "bench_peers: `%s` was killed by signal %d\n", command.c_str(), WTERMSIG(status));
-  } else if (WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "bench_peers: `%s` exited with status %d\n", command.c_str(), WEXITSTATUS(status));
-  } else {
-    return output;
-  }
-  return std::nullopt;
-}
-
-std::string last_line(const std::string& text) {
-  const auto end = text.find_last_not_of('\n');
-  if (end == std::string::npos) return "";
-  const auto newline = text.rfind('\n', end);
-  const auto begin = newline == std::string::npos ? 0 : newline + 1;
-  return text.substr(begin, end + 1 - begin);
-}
-
-// The figures in the last line of a runtime's output, checked against what
-// was asked for; nullopt after printing why the output is unusable.
-std::optional<Figures> parse_figures(const std::string& output, const std::string& runtime, int k) {
-  const std::string line = last_line(output);
-  try {
-    const Json j = Json::parse(line);
-    if (j.at("peer").get<std::string>() != runtime || j.at("k").get<int>() != k) {
-      throw std::runtime_error("peer or k differs from the one asked for");
-    }
-    return Figures{.version = j.at("version").get<std::string>(),
-                   .us_per_iteration = j.at("us_per_iteration").get<double>(),
-                   .cpu_us_per_iteration = j.at("cpu_us_per_iteration").get<double>(),
-                   .reps = j.at("reps").get<int>(),
-                   .startup_ms = j.at("startup_ms").get<double>(),
-                   .peak_rss_kb = j.at("peak_rss_kb").get<double>()};
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_peers: unusable output from %s (K=%d): %s\n  line: %s\n", runtime.c_str(), k, e.what(),
-                 line.c_str());
-    return std::nullopt;
-  }
-}
-
 std::optional<Figures> measure(const Runtime& runtime, int k, const std::filesystem::path& peers) {
   const std::string ks = std::to_string(k);
   const std::vector<std::string> argv = runtime.script.empty()
                                             ? std::vector<std::string>{"/proc/self/exe", "--agentkit", ks}
                                             : std::vector<std::string>{"node", (peers / runtime.script).string(), ks};
-  const auto output = run_child(argv);
-  return output ? parse_figures(*output, runtime.name, k) : std::nullopt;
+  const auto output = run_child(kWho, argv);
+  return output ? parse_figures(kWho, *output, runtime.name, k) : std::nullopt;
 }
 
-// "peer / agentkit" as "12.3x" (or "1234x"); "-" when agentkit has no figure.
+// "peer / agentkit" as "12.3x"; "-" when agentkit has no figure.
 std::string ratio(double peer, const std::optional<Figures>& agentkit, double Figures::*field) {
-  if (!agentkit || (*agentkit).*field <= 0) return "-";
-  const double r = peer / ((*agentkit).*field);
-  return format(r < 100 ? "%.1fx" : "%.0fx", r);
-}
-
-std::string load_average() {
-  double one_minute = -1;
-  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &one_minute) != 1) one_minute = -1;
-    std::fclose(f);
-  }
-  return one_minute < 0 ? "unknown" : format("%.1f", one_minute);
+  return peer_bench::ratio(peer, agentkit ? std::optional<double>((*agentkit).*field) : std::nullopt);
 }
 
 // A Markdown table, readable as is and pasteable into the README.

@@ -2,7 +2,13 @@
 // construction (startup), run the workload repeatedly, check each run did
 // exactly K add calls and answered "done", and print one JSON line.
 //
-//   node peer_<name>.mjs K
+//   node peer_<name>.mjs K                      a scripted model in-process (bench_peers)
+//   node peer_<name>.mjs K ORIGIN [stream]      the SDK's real OpenAI Chat Completions
+//                                               client against bench_peers_http's server
+//                                               at ORIGIN (http://127.0.0.1:PORT)
+//
+// In HTTP mode the server answers the add workload of n iterations at
+// ORIGIN/k/<n>/v1 (chatBaseUrl); "stream" asks for a streamed reply.
 //
 // us_per_iteration is the median wall time of one run divided by K, and
 // cpu_us_per_iteration the same for the process's CPU time (all threads; it
@@ -22,11 +28,40 @@ const kBudgetMs = 3000;
 
 export function parseK(argv = process.argv) {
   const k = Number(argv[2]);
-  if (!Number.isInteger(k) || k < 1) {
-    process.stderr.write(`usage: node ${argv[1]} K   (K = number of add calls, a positive integer)\n`);
+  const origin = argv[3];
+  const extra = argv[4];
+  if (!Number.isInteger(k) || k < 1 || (origin !== undefined && !/^https?:\/\//.test(origin)) ||
+      (extra !== undefined && extra !== 'stream') || argv.length > 5) {
+    process.stderr.write(`usage: node ${argv[1]} K [ORIGIN [stream]]   (K = number of add calls, a positive integer)\n`);
     process.exit(2);
   }
   return k;
+}
+
+// HTTP mode's server and whether to stream, or null for the scripted model.
+export function parseHttp(argv = process.argv) {
+  return argv[3] === undefined ? null : { origin: argv[3].replace(/\/+$/, ''), stream: argv[4] === 'stream' };
+}
+
+// The OpenAI base URL whose server answers the add workload of n iterations.
+export function chatBaseUrl(http, n) {
+  return `${http.origin}/k/${n}/v1`;
+}
+
+// The value of make(n), made once per n: a client (and its connections)
+// lives as long as the process.
+export function perN(make) {
+  const made = new Map();
+  return (n) => {
+    if (!made.has(n)) made.set(n, make(n));
+    return made.get(n);
+  };
+}
+
+// The fields HTTP mode adds to the JSON line: the mode and the provider package.
+export function httpFields(http, providerPackage) {
+  if (!http) return {};
+  return { mode: http.stream ? 'http-stream' : 'http', provider: `${providerPackage} ${packageVersion(providerPackage)}` };
 }
 
 export function packageVersion(name) {
@@ -62,7 +97,8 @@ export function countingAdd() {
 // runOnce(n) runs the workload once with n add calls and returns the final
 // answer text; it must leave add.calls at n and the answer at "done", or the
 // benchmark fails.
-export async function measure({ peer, version, k, add, runOnce }) {
+// `extra` goes into the JSON line as it is (httpFields).
+export async function measure({ peer, version, k, add, runOnce, extra = {} }) {
   const startup = startupMs();
   const check = async (n) => {
     add.calls = 0;
@@ -94,6 +130,7 @@ export async function measure({ peer, version, k, add, runOnce }) {
     reps: perIteration.length,
     startup_ms: startup,
     peak_rss_kb: process.resourceUsage().maxRSS,
+    ...extra,
   };
   process.stdout.write(JSON.stringify(line) + '\n');
 }

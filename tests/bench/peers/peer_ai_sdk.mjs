@@ -1,10 +1,13 @@
 // The add workload in the Vercel AI SDK: generateText with MockLanguageModelV4
-// scripted to ask for add(i, 1) K times and then answer "done".
-import { generateText, isStepCount, tool } from 'ai';
+// scripted to ask for add(i, 1) K times and then answer "done". In HTTP mode
+// (harness.mjs) the model is @ai-sdk/openai's Chat Completions model against
+// bench_peers_http's server, through generateText, or streamText to stream.
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, isStepCount, streamText, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 
-import { countingAdd, measure, packageVersion, parseK, runMain } from './harness.mjs';
+import { chatBaseUrl, countingAdd, httpFields, measure, packageVersion, parseHttp, parseK, perN, runMain } from './harness.mjs';
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
@@ -40,6 +43,7 @@ function scriptedModel() {
 
 runMain(async () => {
   const k = parseK();
+  const http = parseHttp();
   const add = countingAdd();
   const tools = {
     add: tool({
@@ -48,21 +52,25 @@ runMain(async () => {
       execute: async (args) => add(args),
     }),
   };
-  const model = scriptedModel();
+  const scripted = http ? null : scriptedModel();
+  const chatModel = perN((n) => createOpenAI({ baseURL: chatBaseUrl(http, n), apiKey: 'sk-bench' }).chat('add-model'));
   await measure({
     peer: 'ai-sdk',
     version: packageVersion('ai'),
     k,
     add,
+    extra: httpFields(http, '@ai-sdk/openai'),
     runOnce: async (n) => {
-      model.reset(n);
-      const result = await generateText({
-        model,
+      scripted?.reset(n);
+      const call = {
+        model: scripted ?? chatModel(n),
         tools,
         system: 'You add numbers.',
         prompt: 'add',
         stopWhen: isStepCount(n + 1),
-      });
+      };
+      if (http?.stream) return await streamText(call).text;
+      const result = await generateText(call);
       return result.text;
     },
   });

@@ -1,14 +1,17 @@
 // The add workload in LangGraph.js: createReactAgent over a scripted chat
 // model that asks for add(i, 1) K times and then answers "done".
 // @langchain/core's fake chat models cannot script tool calls turn by turn,
-// so the model is a small BaseChatModel subclass.
+// so the model is a small BaseChatModel subclass. In HTTP mode (harness.mjs)
+// the model is @langchain/openai's ChatOpenAI (Chat Completions) against
+// bench_peers_http's server; to stream, the graph streams its messages.
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
+import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
 
-import { countingAdd, measure, packageVersion, parseK, runMain } from './harness.mjs';
+import { chatBaseUrl, countingAdd, httpFields, measure, packageVersion, parseHttp, parseK, perN, runMain } from './harness.mjs';
 
 class ScriptedAddModel extends BaseChatModel {
   constructor() {
@@ -41,23 +44,44 @@ class ScriptedAddModel extends BaseChatModel {
 
 runMain(async () => {
   const k = parseK();
+  const http = parseHttp();
   const add = countingAdd();
   const addTool = tool(async (args) => add(args), {
     name: 'add',
     description: 'Add two integers and return their sum to the caller.',
     schema: z.object({ a: z.number().int(), b: z.number().int() }),
   });
-  const model = new ScriptedAddModel();
-  const agent = createReactAgent({ llm: model, tools: [addTool], prompt: 'You add numbers.' });
+  const agentWith = (llm) => createReactAgent({ llm, tools: [addTool], prompt: 'You add numbers.' });
+  const scripted = http ? null : new ScriptedAddModel();
+  const scriptedAgent = scripted ? agentWith(scripted) : null;
+  const httpAgent = perN((n) => agentWith(new ChatOpenAI({
+    model: 'add-model',
+    apiKey: 'sk-bench',
+    configuration: { baseURL: chatBaseUrl(http, n) },
+    useResponsesApi: false,
+  })));
   await measure({
     peer: 'langgraph',
     version: packageVersion('@langchain/langgraph'),
     k,
     add,
+    extra: httpFields(http, '@langchain/openai'),
     runOnce: async (n) => {
-      model.reset(n);
+      scripted?.reset(n);
+      const agent = scriptedAgent ?? httpAgent(n);
+      const input = { messages: [{ role: 'user', content: 'add' }] };
       // Each iteration is two graph steps (model, tools) plus the final answer.
-      const state = await agent.invoke({ messages: [{ role: 'user', content: 'add' }] }, { recursionLimit: 2 * n + 5 });
+      const config = { recursionLimit: 2 * n + 5 };
+      if (http?.stream) {
+        // Streaming the messages makes the model stream its reply (ChatOpenAI's
+        // streaming: true would instead count tokens with tiktoken after each reply).
+        let state;
+        for await (const [mode, chunk] of await agent.stream(input, { ...config, streamMode: ['messages', 'values'] })) {
+          if (mode === 'values') state = chunk;
+        }
+        return state.messages.at(-1).content;
+      }
+      const state = await agent.invoke(input, config);
       return state.messages.at(-1).content;
     },
   });

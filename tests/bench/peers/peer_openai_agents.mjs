@@ -1,10 +1,13 @@
 // The add workload in the OpenAI Agents JS SDK: run() over a scripted Model
-// that asks for add(i, 1) K times and then answers "done". Tracing is off:
-// its default exporter sends spans to the OpenAI API.
-import { Agent, Usage, run, setTracingDisabled, tool } from '@openai/agents';
+// that asks for add(i, 1) K times and then answers "done". In HTTP mode
+// (harness.mjs) the model is the SDK's OpenAIChatCompletionsModel over an
+// `openai` client for bench_peers_http's server (run() with stream: true to
+// stream). Tracing is off: its default exporter sends spans to the OpenAI API.
+import { Agent, OpenAIChatCompletionsModel, Usage, run, setTracingDisabled, tool } from '@openai/agents';
+import OpenAI from 'openai';
 import { z } from 'zod';
 
-import { countingAdd, measure, packageVersion, parseK, runMain } from './harness.mjs';
+import { chatBaseUrl, countingAdd, httpFields, measure, packageVersion, parseHttp, parseK, perN, runMain } from './harness.mjs';
 
 class ScriptedAddModel {
   constructor() {
@@ -32,6 +35,7 @@ class ScriptedAddModel {
 
 runMain(async () => {
   const k = parseK();
+  const http = parseHttp();
   setTracingDisabled(true);
   const add = countingAdd();
   const addTool = tool({
@@ -40,15 +44,27 @@ runMain(async () => {
     parameters: z.object({ a: z.number().int(), b: z.number().int() }),
     execute: async (args) => add(args),
   });
-  const model = new ScriptedAddModel();
-  const agent = new Agent({ name: 'adder', instructions: 'You add numbers.', model, tools: [addTool] });
+  const scripted = http ? null : new ScriptedAddModel();
+  const agentWith = (model) => new Agent({ name: 'adder', instructions: 'You add numbers.', model, tools: [addTool] });
+  const scriptedAgent = scripted ? agentWith(scripted) : null;
+  const httpAgent = perN((n) => {
+    const client = new OpenAI({ baseURL: chatBaseUrl(http, n), apiKey: 'sk-bench' });
+    return agentWith(new OpenAIChatCompletionsModel(client, 'add-model'));
+  });
   await measure({
     peer: 'openai-agents',
     version: packageVersion('@openai/agents'),
     k,
     add,
+    extra: httpFields(http, 'openai'),
     runOnce: async (n) => {
-      model.reset(n);
+      scripted?.reset(n);
+      const agent = scriptedAgent ?? httpAgent(n);
+      if (http?.stream) {
+        const result = await run(agent, 'add', { maxTurns: n + 1, stream: true });
+        await result.completed;
+        return result.finalOutput;
+      }
       const result = await run(agent, 'add', { maxTurns: n + 1 });
       return result.finalOutput;
     },
