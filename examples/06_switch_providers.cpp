@@ -8,9 +8,11 @@
 // By default the model is "openai/gpt-4o-mini@<loopback URL>": the real
 // OpenAI adapter and libcurl talk to a loopback server that replays scripted
 // Chat Completions streams, so this runs offline with no key.
-// AGENTKIT_DEMO_WIRE=anthropic or =ollama makes the loopback server replay
-// that provider's wire format instead (Anthropic Messages events, Ollama
-// /api/chat NDJSON), through that provider's adapter. Set AGENTKIT_MODEL to
+// AGENTKIT_DEMO_WIRE=anthropic, =ollama, =openai-responses or =gemini makes
+// the loopback server replay that provider's wire format instead (Anthropic
+// Messages events, Ollama /api/chat NDJSON, OpenAI Responses API events,
+// Gemini streamGenerateContent chunks),
+// through that provider's adapter. Set AGENTKIT_MODEL to
 // talk to a real model, with the provider's key in OPENAI_API_KEY or
 // ANTHROPIC_API_KEY (a local Ollama needs none):
 //
@@ -19,6 +21,8 @@
 //   AGENTKIT_MODEL=openai/gpt-4o-mini ./build/examples/example_06_switch_providers
 //   AGENTKIT_MODEL=anthropic/claude-sonnet-4-5 ./build/examples/example_06_switch_providers
 //   AGENTKIT_MODEL=ollama/llama3.1 ./build/examples/example_06_switch_providers
+//   AGENTKIT_MODEL=openai-responses/gpt-5 ./build/examples/example_06_switch_providers
+//   AGENTKIT_MODEL=gemini/gemini-2.5-flash ./build/examples/example_06_switch_providers
 //   AGENTKIT_MODEL=openai/llama3.1@http://localhost:11434/v1 ./build/examples/example_06_switch_providers
 //
 // `make demo` runs this example.
@@ -64,7 +68,7 @@ agentkit::testing::WireServer::Response openai_stream(const agentkit::Json& delt
 
 // The model's turns in one provider's wire format: a tool call, or the answer.
 struct Wire {
-  std::string name;  // "openai", "anthropic", "ollama"
+  std::string name;  // "openai", "anthropic", "ollama", "openai-responses", "gemini"
 
   agentkit::testing::WireServer::Response tool_call(const std::string& id, const std::string& tool,
                                                      const agentkit::Json& args) const {
@@ -76,6 +80,11 @@ struct Wire {
       return ollama_stream({{"role", "assistant"}, {"content", ""},
                             {"tool_calls", {{{"function", {{"name", tool}, {"arguments", args}}}}}}});
     }
+    if (name == "openai-responses") {
+      return responses_stream({{"type", "function_call"}, {"id", "fc_" + id}, {"call_id", id}, {"name", tool},
+                               {"arguments", args.dump()}});
+    }
+    if (name == "gemini") return gemini_stream({{"functionCall", {{"name", tool}, {"args", args}, {"id", id}}}});
     return openai_stream({{"tool_calls", {{{"index", 0}, {"id", id}, {"type", "function"},
                                            {"function", {{"name", tool}, {"arguments", args.dump()}}}}}}},
                          "tool_calls");
@@ -86,6 +95,11 @@ struct Wire {
       return anthropic_stream({{"type", "text"}, {"text", ""}}, {{"type", "text_delta"}, {"text", text}}, "end_turn");
     }
     if (name == "ollama") return ollama_stream({{"role", "assistant"}, {"content", text}});
+    if (name == "openai-responses") {
+      return responses_stream({{"type", "message"}, {"role", "assistant"},
+                               {"content", {{{"type", "output_text"}, {"text", text}}}}});
+    }
+    if (name == "gemini") return gemini_stream({{"text", text}});
     return openai_stream({{"content", text}}, "stop");
   }
 
@@ -93,6 +107,8 @@ struct Wire {
   std::string model(const agentkit::testing::WireServer& server) const {
     if (name == "anthropic") return "anthropic/claude-sonnet-4-5@" + server.base_url();
     if (name == "ollama") return "ollama/llama3.1@" + server.base_url();
+    if (name == "openai-responses") return "openai-responses/gpt-5@" + server.base_url() + "/v1";
+    if (name == "gemini") return "gemini/gemini-2.5-flash@" + server.base_url() + "/v1beta";
     return "openai/gpt-4o-mini@" + server.base_url() + "/v1";
   }
 
@@ -129,6 +145,40 @@ struct Wire {
                     "\n"};
     return r;
   }
+
+  // One Responses API stream with one output item: added, done, then
+  // response.completed carrying the whole response (no [DONE]).
+  static agentkit::testing::WireServer::Response responses_stream(const agentkit::Json& item) {
+    const auto event = [](const std::string& type, agentkit::Json data) {
+      data["type"] = type;
+      return "event: " + type + "\ndata: " + data.dump() + "\n\n";
+    };
+    agentkit::testing::WireServer::Response r;
+    r.headers = {{"content-type", "text/event-stream"}};
+    r.chunks = {event("response.output_item.added", {{"output_index", 0}, {"item", item}}),
+                event("response.output_item.done", {{"output_index", 0}, {"item", item}}),
+                event("response.completed", {{"response", {{"status", "completed"},
+                                                           {"output", agentkit::Json::array({item})},
+                                                           {"usage", {{"input_tokens", 90}, {"output_tokens", 20}}}}}})};
+    return r;
+  }
+
+  // One Gemini streamGenerateContent?alt=sse stream: the part, then the
+  // chunk with the finishReason (data-only events, CRLF, no [DONE]).
+  static agentkit::testing::WireServer::Response gemini_stream(const agentkit::Json& part) {
+    const auto chunk = [](agentkit::Json parts, const char* finish) {
+      agentkit::Json candidate = {{"content", {{"role", "model"}, {"parts", std::move(parts)}}}, {"index", 0}};
+      if (finish) candidate["finishReason"] = finish;
+      const agentkit::Json data = {{"candidates", agentkit::Json::array({candidate})},
+                                   {"usageMetadata", {{"promptTokenCount", 90}, {"candidatesTokenCount", 20}}}};
+      return "data: " + data.dump() + "\r\n\r\n";
+    };
+    agentkit::testing::WireServer::Response r;
+    r.headers = {{"content-type", "text/event-stream"}};
+    r.chunks = {chunk(agentkit::Json::array({part}), nullptr),
+                chunk(agentkit::Json::array({{{"text", ""}}}), "STOP")};
+    return r;
+  }
 };
 
 }  // namespace
@@ -157,8 +207,9 @@ int main() {
   // The loopback server plays the model's three turns in the chosen wire format.
   const char* wire_name = std::getenv("AGENTKIT_DEMO_WIRE");
   const Wire wire{wire_name && *wire_name ? wire_name : "openai"};
-  if (wire.name != "openai" && wire.name != "anthropic" && wire.name != "ollama") {
-    std::cerr << "AGENTKIT_DEMO_WIRE must be openai, anthropic or ollama\n";
+  if (wire.name != "openai" && wire.name != "anthropic" && wire.name != "ollama" && wire.name != "openai-responses" &&
+      wire.name != "gemini") {
+    std::cerr << "AGENTKIT_DEMO_WIRE must be openai, anthropic, ollama, openai-responses or gemini\n";
     return 2;
   }
   agentkit::testing::WireServer server;

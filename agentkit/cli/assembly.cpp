@@ -106,6 +106,7 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
       settings.openai_api_key = key_value;
       settings.anthropic_api_key = key_value;
       settings.ollama_api_key = key_value;
+      settings.gemini_api_key = key_value;
     }
     settings = providers::settings_from_environment(settings);
   }

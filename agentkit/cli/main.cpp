@@ -67,7 +67,7 @@ Exit codes: (a failed run's error code picks its class)
 
 Definition (the README lists every field):
   name: support
-  model: openai/gpt-4o-mini          # anthropic/<m>, ollama/<m>; base_url: for compatible servers
+  model: openai/gpt-4o-mini          # anthropic/<m>, ollama/<m>, gemini/<m>; base_url: for compatible servers
   api_key_env: MY_KEY                # default OPENAI_API_KEY / ANTHROPIC_API_KEY
   prompt: You handle refunds for damaged orders.
   autonomy: gated                    # manual | gated | automatic

@@ -557,11 +557,8 @@ AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOp
 }
 
 std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http;
-  http.url = options_.base_url + "/v1/messages";
-  http.headers = {{"content-type", "application/json"}, {"anthropic-version", options_.version}};
-  if (!options_.api_key.empty()) http.headers.emplace_back("x-api-key", options_.api_key);
-  for (const auto& h : options_.extra_headers) http.headers.push_back(h);
+  HttpRequest http = detail::json_post(options_.base_url + "/v1/messages", "x-api-key", "", options_.api_key,
+                                       options_.extra_headers, {{"anthropic-version", options_.version}});
   if (options_.interleaved_thinking && request.settings && request.settings->thinking_budget_tokens) {
     add_beta(http.headers, "interleaved-thinking-2025-05-14");
   }

@@ -8,8 +8,10 @@
 
 #include <agentkit/egress.h>
 #include <agentkit/providers/anthropic.h>
+#include <agentkit/providers/gemini.h>
 #include <agentkit/providers/ollama.h>
 #include <agentkit/providers/openai.h>
+#include <agentkit/providers/openai_responses.h>
 
 namespace agentkit::providers {
 namespace {
@@ -53,6 +55,9 @@ ProviderSettings settings_from_environment(ProviderSettings s) {
   if (s.anthropic_base_url.empty()) s.anthropic_base_url = env("ANTHROPIC_BASE_URL");
   if (s.ollama_api_key.empty()) s.ollama_api_key = env("OLLAMA_API_KEY");
   if (s.ollama_base_url.empty()) s.ollama_base_url = ollama_host(env("OLLAMA_HOST"));
+  if (s.gemini_api_key.empty()) s.gemini_api_key = env("GEMINI_API_KEY");
+  if (s.gemini_api_key.empty()) s.gemini_api_key = env("GOOGLE_API_KEY");  // what Google's SDKs also read
+  if (s.gemini_base_url.empty()) s.gemini_base_url = env("GEMINI_BASE_URL");
   return s;
 }
 
@@ -79,17 +84,21 @@ ModelTarget resolve_model(std::string_view spec, const ProviderSettings& setting
   const Provider providers[] = {
       {"openai", "OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", settings.openai_api_key, settings.openai_base_url,
        true},
+      {"openai-responses", "OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", settings.openai_api_key,
+       settings.openai_base_url, true},  // the same account and endpoint as openai/
       {"anthropic", "Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", settings.anthropic_api_key,
        settings.anthropic_base_url, true},
       {"ollama", "Ollama", "OLLAMA_API_KEY", "OLLAMA_HOST", settings.ollama_api_key, settings.ollama_base_url,
        false},  // a local server takes none
+      {"gemini", "Gemini", "GEMINI_API_KEY", "GEMINI_BASE_URL", settings.gemini_api_key, settings.gemini_base_url,
+       true},
   };
   const auto* provider = std::find_if(std::begin(providers), std::end(providers),
                                       [&](const Provider& p) { return p.name == t.provider; });
   if (t.model.empty() || provider == std::end(providers)) {
     throw Error(ErrorCode::not_found, "unknown model '" + std::string(named) + (from_spec ? "@..." : "") +
-                                "': use openai/<model>, anthropic/<model>, ollama/<model> or "
-                                "<provider>/<model>@<base URL>");
+                                "': use openai/<model>, openai-responses/<model>, anthropic/<model>, ollama/<model>, "
+                                "gemini/<model> or <provider>/<model>@<base URL>");
   }
   t.api_key_variable = provider->key_variable;
   t.api_key_required = provider->key_required;
@@ -128,6 +137,13 @@ std::shared_ptr<Model> make_model(std::string_view spec, const ProviderSettings&
   if (!transport) transport = std::make_shared<Transport>();
   if (t.provider == "openai") {
     return std::make_shared<OpenAIChatModel>(std::move(transport), options_for<OpenAIOptions>(std::move(t), settings));
+  }
+  if (t.provider == "openai-responses") {
+    return std::make_shared<OpenAIResponsesModel>(std::move(transport),
+                                                  options_for<OpenAIResponsesOptions>(std::move(t), settings));
+  }
+  if (t.provider == "gemini") {
+    return std::make_shared<GeminiModel>(std::move(transport), options_for<GeminiOptions>(std::move(t), settings));
   }
   if (t.provider == "ollama") {
     return std::make_shared<OllamaChatModel>(std::move(transport), options_for<OllamaOptions>(std::move(t), settings));

@@ -267,11 +267,8 @@ OllamaChatModel::OllamaChatModel(std::shared_ptr<Transport> transport, OllamaOpt
 }
 
 std::unique_ptr<PendingCompletion> OllamaChatModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http;
-  http.url = options_.base_url + "/api/chat";
-  http.headers = {{"content-type", "application/json"}};
-  if (!options_.api_key.empty()) http.headers.emplace_back("authorization", "Bearer " + options_.api_key);
-  for (const auto& h : options_.extra_headers) http.headers.push_back(h);
+  HttpRequest http = detail::json_post(options_.base_url + "/api/chat", "authorization", "Bearer ", options_.api_key,
+                                       options_.extra_headers);
   http.body = ollama_chat_body(request, options_, options_.stream).dump();
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, ollama_chat_reply(),
                             options_.stream ? std::make_unique<OllamaStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);

@@ -90,6 +90,21 @@ inline std::unique_ptr<PendingCompletion> start_call(Transport& transport, HttpR
   return std::make_unique<WholeCompletion>(transport, std::move(http), cancel, format);
 }
 
+// A JSON POST to `url`: content-type, `fixed` (e.g. a version header), the
+// key as `key_header: <scheme><key>` (left out when there is no key), then
+// the host's extra headers.
+inline HttpRequest json_post(std::string url, std::string_view key_header, std::string_view scheme, const std::string& key,
+                             const Headers& extra_headers, Headers fixed = {}) {
+  HttpRequest http;
+  http.url = std::move(url);
+  http.headers = std::move(fixed);
+  http.headers.reserve(http.headers.size() + 2 + extra_headers.size());
+  http.headers.insert(http.headers.begin(), {"content-type", "application/json"});
+  if (!key.empty()) http.headers.emplace_back(std::string(key_header), std::string(scheme) + key);
+  http.headers.insert(http.headers.end(), extra_headers.begin(), extra_headers.end());
+  return http;
+}
+
 // A base URL as the adapters join paths to it: without trailing slashes.
 inline std::string without_trailing_slashes(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();

@@ -79,6 +79,10 @@ ErrorBody error_fields(const nlohmann::json& error) {
   } else {
     out.message = string_field(error, "message");
     out.type = string_field(error, "type");
+    // Google's {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}}.
+    if (out.type.empty() && error.is_object() && error.contains("status") && error["status"].is_string()) {
+      out.type = error["status"].get<std::string>();
+    }
     out.code = string_field(error, "code");
     out.param = string_field(error, "param");
   }
@@ -112,6 +116,23 @@ std::string excerpt(std::string_view s, std::size_t max) {
   return out;
 }
 
+// Google's google.rpc.RetryInfo in an error body's details: "retryDelay": "37s".
+std::optional<std::chrono::milliseconds> google_retry_delay(const std::string& body) {
+  const auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("error") || !j["error"].is_object()) return std::nullopt;
+  const auto details = j["error"].find("details");
+  if (details == j["error"].end() || !details->is_array()) return std::nullopt;
+  for (const auto& d : *details) {
+    if (!d.is_object() || string_field(d, "@type") != "type.googleapis.com/google.rpc.RetryInfo") continue;
+    const std::string delay = string_field(d, "retryDelay");
+    if (delay.empty() || delay.back() != 's') continue;
+    if (const auto v = parse_number(std::string_view(delay).substr(0, delay.size() - 1)); v && *v >= 0) {
+      return clamped_ms(*v * 1000.0);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
@@ -136,6 +157,7 @@ RetryAdvice retry_advice(int status, const HttpResponse& response) {
       }
     }
   }
+  if (!advice.after && !response.body.empty()) advice.after = google_retry_delay(response.body);
   if (const auto should = response.header("x-should-retry")) {
     if (iequals(trim(*should), "true")) {
       advice.retry = true;
@@ -210,6 +232,17 @@ ErrorCode error_code_of(const ErrorBody& b) {
     mapped = ErrorCode::unauthenticated;
   } else if (b.type == "permission_error") {
     mapped = ErrorCode::permission_denied;
+  } else if (b.type == "RESOURCE_EXHAUSTED") {  // Google's canonical codes (Gemini)
+    mapped = ErrorCode::rate_limited;
+  } else if (b.type == "INVALID_ARGUMENT" || b.type == "FAILED_PRECONDITION" || b.type == "NOT_FOUND" ||
+             b.type == "OUT_OF_RANGE") {
+    mapped = ErrorCode::invalid_argument;
+  } else if (b.type == "UNAUTHENTICATED") {
+    mapped = ErrorCode::unauthenticated;
+  } else if (b.type == "PERMISSION_DENIED") {
+    mapped = ErrorCode::permission_denied;
+  } else if (b.type == "DEADLINE_EXCEEDED") {
+    mapped = ErrorCode::timeout;
   }
   return mapped;
 }

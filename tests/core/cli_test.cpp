@@ -377,6 +377,82 @@ TEST_CASE("agentkit run routes ollama/<model> to Ollama's native chat API at OLL
   CHECK(body["messages"][1] == Json({{"role", "user"}, {"content", "Greet me"}}));
 }
 
+TEST_CASE("agentkit run routes openai-responses/<model> to the Responses API with OpenAI's key and base URL", "[cli][responses]") {
+  TempDir dir;
+  WireServer model;
+  WireServer::Response r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  const auto event = [](const std::string& type, Json data) {
+    data["type"] = type;
+    return "event: " + type + "\ndata: " + data.dump() + "\n\n";
+  };
+  r.chunks = {event("response.output_text.delta", {{"delta", "Ola, "}}),
+              event("response.output_text.delta", {{"delta", "Lisboa."}}),
+              event("response.completed",
+                    {{"response", {{"status", "completed"},
+                                   {"output", {{{"type", "message"}, {"content", {{{"type", "output_text"}, {"text", "Ola, Lisboa."}}}}}}},
+                                   {"usage", {{"input_tokens", 12}, {"output_tokens", 4}}}}}})};
+  model.enqueue(r);
+  const auto file = dir.write("a.yaml", "name: atlas\nmodel: openai-responses/gpt-5\nprompt: Greet.\n");
+  // Without a key it says which variable: the same one as openai/.
+  const Outcome missing = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()});
+  CHECK(missing.exit_code != 0);
+  CHECK_THAT(missing.err, Catch::Contains("OPENAI_API_KEY"));
+  const Outcome out = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()},
+                              {"OPENAI_API_KEY=" + kApiKey, "OPENAI_BASE_URL=" + model.base_url() + "/v1"});
+  CHECK(out.exit_code == 0);
+  CHECK(out.out == "Ola, Lisboa.\n");
+  const auto requests = model.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].path == "/v1/responses");
+  CHECK(requests[0].header("authorization") == "Bearer " + kApiKey);
+  const Json body = Json::parse(requests[0].body);
+  CHECK(body["model"] == "gpt-5");
+  CHECK(body["instructions"] == "Greet.");
+  CHECK(body["input"][0] == Json({{"role", "user"}, {"content", "Greet me"}}));
+  CHECK(body["store"] == false);
+}
+
+TEST_CASE("agentkit run routes gemini/<model> to Gemini with GEMINI_API_KEY, else GOOGLE_API_KEY", "[cli][gemini]") {
+  TempDir dir;
+  WireServer model;
+  const auto reply = [] {
+    WireServer::Response r;
+    r.headers = {{"content-type", "text/event-stream"}};
+    const Json chunk = {{"candidates", {{{"content", {{"role", "model"}, {"parts", {{{"text", "Ola, Lisboa."}}}}}},
+                                         {"finishReason", "STOP"},
+                                         {"index", 0}}}},
+                        {"usageMetadata", {{"promptTokenCount", 12}, {"candidatesTokenCount", 4}}}};
+    r.chunks = {"data: " + chunk.dump() + "\r\n\r\n"};
+    return r;
+  };
+  model.enqueue(reply());
+  model.enqueue(reply());
+  const auto file = dir.write("a.yaml", "name: atlas\nmodel: gemini/gemini-2.5-flash\nprompt: Greet.\n");
+  const Outcome missing = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()});
+  CHECK(missing.exit_code != 0);
+  CHECK_THAT(missing.err, Catch::Contains("GEMINI_API_KEY"));
+  const std::string base = "GEMINI_BASE_URL=" + model.base_url() + "/v1beta";
+  const Outcome out = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()},
+                              {"GEMINI_API_KEY=" + kApiKey, base});
+  CHECK(out.exit_code == 0);
+  CHECK(out.out == "Ola, Lisboa.\n");
+  CHECK(out.err.find(kApiKey) == std::string::npos);
+  // GOOGLE_API_KEY when GEMINI_API_KEY is not set, as Google's SDKs read it.
+  const Outcome google = run_cli(dir, {"run", file.string(), "Greet me", "--store", dir.store()},
+                                 {"GOOGLE_API_KEY=google-" + kApiKey, base});
+  CHECK(google.exit_code == 0);
+  const auto requests = model.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+  CHECK(requests[0].header("x-goog-api-key") == kApiKey);
+  CHECK(requests[0].header("authorization").empty());
+  CHECK(requests[1].header("x-goog-api-key") == "google-" + kApiKey);
+  const Json body = Json::parse(requests[0].body);
+  CHECK(body["systemInstruction"]["parts"][0]["text"] == "Greet.");
+  CHECK(body["contents"][0] == Json({{"role", "user"}, {"parts", {{{"text", "Greet me"}}}}}));
+}
+
 // One Anthropic turn: thinking, then the answer text.
 WireServer::Response thinking_then_text() {
   WireServer::Response r;

@@ -114,6 +114,8 @@ void fuzz_reply(const providers::ReplyFormat& format, const std::uint8_t* data, 
   if (!whole.text.empty()) {
     const char* terminal = format.framing == providers::Framing::ndjson ? "\"done\""
                            : format.terminal_event == "data: [DONE]"      ? "[DONE]"
+                           : format.terminal_event.starts_with("response.") ? "complete"  // Responses: *.completed / *.incomplete
+                           : format.terminal_event.ends_with("finishReason") ? "finishReason"  // Gemini
                                                                           : "message_stop";
     AGENTKIT_FUZZ_CHECK(body.find(terminal) != std::string_view::npos);
     if (text_is_content) AGENTKIT_FUZZ_CHECK(whole.text == whole.response->message.text());

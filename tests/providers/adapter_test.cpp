@@ -15,6 +15,7 @@
 
 #include "../helpers/files.h"
 #include "../helpers/sse_decode.h"
+#include "../helpers/wire_fixtures.h"
 
 namespace fs = std::filesystem;
 using agentkit::Json;
@@ -44,11 +45,6 @@ std::vector<Message> tool_history() {
           Message::tool_result("c2", "get_weather", "Tool failed: timeout", true)};
 }
 
-std::optional<fs::path> wire_dir() {
-  fs::path dir = fs::path(AGENTKIT_SHARED_DIR) / "fixtures" / "wire";
-  if (!fs::is_directory(dir)) return std::nullopt;
-  return dir;
-}
 
 bool parses_as_object(const std::string& text) {
   try {
@@ -304,7 +300,7 @@ void check_chunking_invariance(const fs::path& file, std::mt19937& rng) {
 }  // namespace
 
 TEST_CASE("conformance: every recorded stream decodes the same in any chunking", "[adapter][conformance]") {
-  auto dir = wire_dir();
+  auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
     WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; chunking invariance not checked");
     return;
@@ -328,7 +324,7 @@ TEST_CASE("conformance: every recorded stream decodes the same in any chunking",
 }
 
 TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes", "[adapter][conformance]") {
-  auto dir = wire_dir();
+  auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
     WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; adapter conformance not checked");
     return;
@@ -382,7 +378,7 @@ TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes"
 }
 
 TEST_CASE("conformance: every recorded Anthropic fixture decodes", "[adapter][conformance]") {
-  auto dir = wire_dir();
+  auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
     WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; adapter conformance not checked");
     return;

@@ -21,10 +21,13 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/wire_fixtures.h"
+
 using agentkit::Json;
 using agentkit::JsonError;
 using agentkit::testing::WireServer;
 using namespace agentkit::providers;
+using agentkit_test::error_of;
 
 namespace {
 
@@ -102,15 +105,6 @@ agentkit::ModelResponse anthropic(const std::string& body, bool streaming = true
   return read_reply<AnthropicStreamAccumulator>(anthropic_reply(), h, body, streaming);
 }
 
-ProviderError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ProviderError& e) {
-    return e;
-  }
-  FAIL("no ProviderError was thrown");
-  throw std::logic_error("unreachable");
-}
 
 WireServer::Response unframed(std::vector<std::string> events) {
   WireServer::Response r;

@@ -19,6 +19,7 @@
 #include <agentkit/testing/wire_server.h>
 
 #include "../helpers/files.h"
+#include "../helpers/wire_fixtures.h"
 
 namespace fs = std::filesystem;
 using agentkit::ErrorCode;
@@ -29,15 +30,10 @@ using agentkit::ModelSettings;
 using agentkit::ToolCall;
 using agentkit::testing::WireServer;
 using namespace agentkit::providers;
+using agentkit_test::error_of;
 using agentkit_test::read_file;
 
 namespace {
-
-std::optional<fs::path> ollama_dir() {
-  fs::path dir = fs::path(AGENTKIT_SHARED_DIR) / "fixtures" / "wire" / "ollama";
-  if (!fs::is_directory(dir)) return std::nullopt;
-  return dir;
-}
 
 agentkit::ToolPtr weather_tool() {
   return agentkit::tool("get_weather")
@@ -63,15 +59,6 @@ agentkit::ModelResponse read_reply(const std::vector<std::string>& chunks, const
   return reader.finish();
 }
 
-ProviderError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ProviderError& e) {
-    return e;
-  }
-  FAIL("no ProviderError");
-  throw;
-}
 
 const char* const kToolCallStream =
     R"({"model":"llama3.2","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Toronto"}}}]},"done":false})"
@@ -90,7 +77,7 @@ TEST_CASE("Ollama request body: the documented message shapes, tool_name on resu
   const agentkit::ToolSpec* tools[] = {&tool->spec()};
   const ModelRequest request{"ollama/llama3.2", "", history, tools};
   const Json body = Json::parse(ollama_chat_body(request, {.model = "llama3.2"}, false).dump());
-  if (auto dir = ollama_dir()) {
+  if (auto dir = agentkit_test::wire_fixtures("ollama")) {
     const Json documented = Json::parse(read_file(*dir / "request_tool_result_history_docs.json"));
     CHECK(body["messages"] == documented["messages"]);
     CHECK(body["model"] == documented["model"]);
@@ -198,7 +185,7 @@ TEST_CASE("Ollama settings map to options, think and format, and what it cannot 
 }
 
 TEST_CASE("Ollama replies: the documented bodies decode, errors are typed, a body that is not a reply is refused", "[ollama]") {
-  if (auto dir = ollama_dir()) {
+  if (auto dir = agentkit_test::wire_fixtures("ollama")) {
     const auto calls = ollama_chat_response(Json::parse(read_file(*dir / "response_chat_tool_calls_nostream_docs.json")));
     REQUIRE(calls.message.tool_calls.size() == 1);
     CHECK(calls.message.tool_calls[0].name == "get_weather");
@@ -243,7 +230,7 @@ TEST_CASE("Ollama replies: the documented bodies decode, errors are typed, a bod
 
 TEST_CASE("Ollama streams: the same reply in any chunking, tool calls kept past the done line", "[ollama][stream]") {
   std::string body = kToolCallStream;
-  if (auto dir = ollama_dir()) body = read_file(*dir / "stream_chat_tool_calls_docs_reformatted.ndjson");
+  if (auto dir = agentkit_test::wire_fixtures("ollama")) body = read_file(*dir / "stream_chat_tool_calls_docs_reformatted.ndjson");
   const auto whole = read_reply({body}, ndjson_head(), true);
   REQUIRE(whole.message.tool_calls.size() == 1);
   CHECK(whole.message.tool_calls[0].name == "get_weather");
@@ -314,7 +301,7 @@ TEST_CASE("Ollama streams fail closed: cut before the done line, an error line, 
   }
   SECTION("an error line under HTTP 200") {
     std::string stream = first_line + R"({"error":"an error was encountered while running the model"})" "\n";
-    if (auto dir = ollama_dir()) stream = read_file(*dir / "stream_error_mid_stream_docs.ndjson");
+    if (auto dir = agentkit_test::wire_fixtures("ollama")) stream = read_file(*dir / "stream_error_mid_stream_docs.ndjson");
     const auto e = error_of([&] { read_reply({stream}, ndjson_head(), true); });
     CHECK_THAT(e.what(), Catch::Contains("an error was encountered while running the model"));
     CHECK_FALSE(e.retryable());

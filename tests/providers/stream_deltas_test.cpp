@@ -22,6 +22,8 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/wire_fixtures.h"
+
 namespace fs = std::filesystem;
 using agentkit::Json;
 using agentkit::ModelResponse;
@@ -40,11 +42,6 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-std::optional<fs::path> wire_dir() {
-  fs::path dir = fs::path(AGENTKIT_SHARED_DIR) / "fixtures" / "wire";
-  if (!fs::is_directory(dir)) return std::nullopt;
-  return dir;
-}
 
 std::string own_fixture(const char* name) {
   return read_file(fs::path(AGENTKIT_SOURCE_DIR) / "tests" / "providers" / "fixtures" / name);
@@ -204,7 +201,7 @@ agentkit::ToolPtr counted_tool(std::atomic<int>& runs) {
 }  // namespace
 
 TEST_CASE("recorded OpenAI streams: tool-call deltas join to the reply's calls", "[deltas][openai][conformance]") {
-  auto dir = wire_dir();
+  auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
     WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; recorded tool-call deltas not checked");
     return;
@@ -246,7 +243,7 @@ TEST_CASE("recorded OpenAI streams: tool-call deltas join to the reply's calls",
 }
 
 TEST_CASE("recorded Anthropic streams: deltas join to the reply, text before tool calls", "[deltas][anthropic][conformance]") {
-  auto dir = wire_dir();
+  auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
     WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; recorded tool-call deltas not checked");
     return;

@@ -8,6 +8,12 @@
 //   "anthropic/<model>@<base URL>"   an Anthropic-compatible server or proxy
 //   "ollama/<model>"                 Ollama's native chat API (/api/chat)
 //   "ollama/<model>@<base URL>"      an Ollama server elsewhere
+//   "gemini/<model>"                 Google's Gemini API (generateContent)
+//   "gemini/<model>@<base URL>"      a Gemini API elsewhere (a proxy; the base
+//                                    URL includes the version, e.g. .../v1beta)
+//   "openai-responses/<model>"       OpenAI's Responses API (/v1/responses),
+//                                    with OpenAI's key and base URL
+//   "openai-responses/<model>@<base URL>"  a Responses API elsewhere (a proxy)
 //
 // Keys come from ProviderSettings or, when empty, OPENAI_API_KEY /
 // ANTHROPIC_API_KEY / OLLAMA_API_KEY (optional); base URLs from
@@ -36,19 +42,22 @@ struct ProviderSettings {
   std::string anthropic_base_url;  // default https://api.anthropic.com
   std::string ollama_api_key;      // none by default: a local server takes none
   std::string ollama_base_url;     // default http://localhost:11434
+  std::string gemini_api_key;      // GEMINI_API_KEY, else GOOGLE_API_KEY
+  std::string gemini_base_url;     // default https://generativelanguage.googleapis.com/v1beta
   bool stream = true;
 };
 
 // `overrides`, with the fields left empty read from OPENAI_API_KEY,
-// ANTHROPIC_API_KEY, OLLAMA_API_KEY, OPENAI_BASE_URL, ANTHROPIC_BASE_URL and
-// OLLAMA_HOST.
+// ANTHROPIC_API_KEY, OLLAMA_API_KEY, OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+// OLLAMA_HOST, GEMINI_API_KEY (or, when unset, GOOGLE_API_KEY) and
+// GEMINI_BASE_URL.
 ProviderSettings settings_from_environment(ProviderSettings overrides = {});
 
 // What a model string resolves to under `settings`, without building an
 // adapter (e.g. to check a definition, or that a key is there, before any
 // request).
 struct ModelTarget {
-  std::string provider;                // "openai", "anthropic" or "ollama"
+  std::string provider;                // "openai", "openai-responses", "anthropic", "ollama" or "gemini"
   std::string model;                   // the provider's model name
   std::string base_url;                // checked; empty: the provider's own API
   std::string api_key;                 // from `settings`; may be empty
