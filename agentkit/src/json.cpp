@@ -267,7 +267,35 @@ struct ParseLimitExceeded {
 // parsing (a ParseLimitExceeded saying "<nested> nested deeper than ..." or
 // "a string in <where> is ..."), not after. The size check and the messages
 // for bad JSON are the callers'.
+// True when `text` is certainly within `limits`' nesting and string bounds:
+// fewer than max_depth brackets open at once and no string longer (escapes
+// and all) than max_string_bytes. A string's text is never shorter than
+// its value, and the parser sees the same brackets and quotes up to any
+// error, so a text this passes cannot trip a limit: it is parsed without
+// the per-value callback, which is most of a small reply's parse cost.
+bool surely_within(std::string_view text, const JsonLimits& limits) noexcept {
+  std::size_t depth = 0;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    const char c = *p++;
+    if (c == '"') {
+      const char* const start = p;
+      while (p < end && *p != '"') p += *p == '\\' ? 2 : 1;
+      if (p > end) p = end;
+      if (static_cast<std::size_t>(p - start) > limits.max_string_bytes) return false;
+      ++p;  // the closing quote
+    } else if (c == '[' || c == '{') {
+      if (++depth >= limits.max_depth) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 Json parse_bounded(std::string_view text, const JsonLimits& limits, std::string_view nested, std::string_view where) {
+  if (surely_within(text, limits)) return Json::parse(text.begin(), text.end());
   Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
     if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
         static_cast<std::size_t>(depth) >= limits.max_depth) {

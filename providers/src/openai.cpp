@@ -1,10 +1,12 @@
 #include <agentkit/providers/openai.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
 
+#include "json_text.h"
 #include "pending_call.h"
 #include "stream_errors.h"
 
@@ -75,50 +77,105 @@ std::string text_content(const Message& m, std::string_view role) {
   return out;
 }
 
-Schema message_json(const Message& m) {
-  Schema out = Schema::object();
+// The text of a message's parts (Message::text()) written as a JSON string,
+// without a copy when there is one text part.
+void append_text_parts(std::string& out, const Message& m) {
+  if (m.content.size() == 1) {
+    if (const auto* t = std::get_if<TextPart>(&m.content.front())) {
+      detail::append_json_string(out, t->text);
+      return;
+    }
+  }
+  detail::append_json_string(out, m.text());
+}
+
+// text_content() written as a JSON string, without a copy when the content is one text part.
+void append_text_content(std::string& out, const Message& m, std::string_view role) {
+  if (m.content.size() == 1 && std::holds_alternative<TextPart>(m.content.front())) {
+    detail::append_json_string(out, std::get<TextPart>(m.content.front()).text);
+    return;
+  }
+  detail::append_json_string(out, text_content(m, role));
+}
+
+// One message as Chat Completions JSON, appended to `out`; the keys in the
+// order the tree this replaces had them.
+void append_message(std::string& out, const Message& m) {
   switch (m.role) {
     case Role::system:
-      out["role"] = "system";
-      out["content"] = m.text();
-      return out;
-    case Role::user:
-      out["role"] = "user";
-      out["content"] = user_content(m);
-      return out;
+      detail::append_literal(out, R"({"role":"system","content":)");
+      append_text_parts(out, m);
+      out += '}';
+      return;
+    case Role::user: {
+      detail::append_literal(out, R"({"role":"user","content":)");
+      const bool text_only = std::all_of(m.content.begin(), m.content.end(), [](const ContentPart& p) {
+        return std::holds_alternative<TextPart>(p) || std::holds_alternative<ReasoningPart>(p);
+      });
+      if (text_only) {
+        append_text_parts(out, m);
+      } else {
+        detail::append_json_value(out, user_content(m));
+      }
+      out += '}';
+      return;
+    }
     case Role::assistant: {
-      out["role"] = "assistant";
-      const std::string text = text_content(m, "assistant");
-      out["content"] = text.empty() && !m.tool_calls.empty() ? Schema(nullptr) : Schema(text);
+      detail::append_literal(out, R"({"role":"assistant","content":)");
+      const bool single_text = m.content.size() == 1 && std::holds_alternative<TextPart>(m.content.front());
+      if (single_text && !std::get<TextPart>(m.content.front()).text.empty()) {
+        detail::append_json_string(out, std::get<TextPart>(m.content.front()).text);
+      } else {
+        const std::string text = text_content(m, "assistant");
+        if (text.empty() && !m.tool_calls.empty()) {
+          detail::append_literal(out, "null");
+        } else {
+          detail::append_json_string(out, text);
+        }
+      }
+      const RefusalPart* refusal = nullptr;  // the last one, as repeated assignment left it
       for (const auto& p : m.content) {
-        if (const auto* r = std::get_if<RefusalPart>(&p)) out["refusal"] = r->text;
+        if (const auto* r = std::get_if<RefusalPart>(&p)) refusal = r;
+      }
+      if (refusal) {
+        detail::append_literal(out, R"(,"refusal":)");
+        detail::append_json_string(out, refusal->text);
       }
       if (!m.tool_calls.empty()) {
-        Schema calls = Schema::array();
+        detail::append_literal(out, R"(,"tool_calls":[)");
+        bool first = true;
         for (const auto& c : m.tool_calls) {
-          Schema function = Schema::object();
-          function["name"] = c.name;
+          if (!first) out += ',';
+          first = false;
+          detail::append_literal(out, R"({"id":)");
+          detail::append_json_string(out, c.id);
+          detail::append_literal(out, R"(,"type":"function","function":{"name":)");
+          detail::append_json_string(out, c.name);
+          detail::append_literal(out, R"(,"arguments":)");
           // Arguments travel as a JSON string; "{}" for no-argument calls.
-          function["arguments"] = c.arguments_text.empty()
-                                      ? (c.arguments.is_null() ? std::string("{}") : canonical_dump(c.arguments))
-                                      : c.arguments_text;
-          Schema call = Schema::object();
-          call["id"] = c.id;
-          call["type"] = "function";
-          call["function"] = std::move(function);
-          calls.push_back(std::move(call));
+          if (!c.arguments_text.empty()) {
+            detail::append_json_string(out, c.arguments_text);
+          } else if (c.arguments.is_null()) {
+            detail::append_literal(out, R"("{}")");
+          } else {
+            detail::append_canonical_as_string(out, c.arguments);
+          }
+          detail::append_literal(out, "}}");
         }
-        out["tool_calls"] = std::move(calls);
+        out += ']';
       }
-      return out;
+      out += '}';
+      return;
     }
     case Role::tool:
-      out["role"] = "tool";
-      out["tool_call_id"] = m.tool_call_id;
-      out["content"] = text_content(m, "tool");
-      return out;
+      detail::append_literal(out, R"({"role":"tool","tool_call_id":)");
+      detail::append_json_string(out, m.tool_call_id);
+      detail::append_literal(out, R"(,"content":)");
+      append_text_content(out, m, "tool");
+      out += '}';
+      return;
   }
-  return out;
+  detail::append_literal(out, "{}");
 }
 
 Usage usage_of(const Json& u) {
@@ -133,7 +190,24 @@ Usage usage_of(const Json& u) {
   return usage;
 }
 
-std::string text_of(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+// The string at `key` of `v` (text_of(v.value(key, Json())) without copies):
+// empty when absent or not a string; value()'s type error when `v` is not an object.
+std::string_view text_at(const Json& v, const char* key) {
+  if (!v.is_object()) {
+    (void)v.value(key, Json());  // throws: value() needs an object
+    return {};
+  }
+  const auto it = v.find(key);
+  if (it == v.end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
+}
+
+// The value at `key` of the object `v`, or null (v.value(key, Json()) without the copy).
+const Json& value_at(const Json& v, const char* key) {
+  static const Json kNull;
+  const auto it = v.find(key);
+  return it == v.end() ? kNull : *it;
+}
 
 constexpr const char* kProvider = "OpenAI chat";
 
@@ -160,41 +234,197 @@ Schema tool_choice_json(const ToolChoice& choice) {
   return out;
 }
 
-// The settings as Chat Completions fields. Tool fields are sent only with
-// tools (the API refuses them otherwise); a choice that needs a tool when
-// there is none is refused.
-void apply_settings(Schema& body, const ModelRequest& request) {
+// The settings Chat Completions cannot take: thinking_budget_tokens, more
+// than 4 stop sequences, a tool_choice that needs a tool the request does not have.
+void check_settings(const ModelRequest& request) {
   static const ModelSettings kNone;
   const ModelSettings& s = request.settings ? *request.settings : kNone;
   if (s.thinking_budget_tokens) {
     refuse("thinking_budget_tokens", "is not supported (it is Anthropic's); use reasoning_effort");
   }
-  if (s.temperature) body["temperature"] = *s.temperature;
-  if (s.top_p) body["top_p"] = *s.top_p;
-  if (s.max_output_tokens) {
-    // The current field (reasoning models refuse max_tokens); it replaces OpenAIOptions::max_tokens.
-    body.erase("max_tokens");
-    body["max_completion_tokens"] = *s.max_output_tokens;
+  if (s.stop && !s.stop->empty() && s.stop->size() > 4) {
+    refuse("stop", "takes at most 4 sequences, not " + std::to_string(s.stop->size()));
   }
-  if (s.stop && !s.stop->empty()) {
-    if (s.stop->size() > 4) refuse("stop", "takes at most 4 sequences, not " + std::to_string(s.stop->size()));
-    body["stop"] = *s.stop;
-  }
-  if (s.seed) body["seed"] = *s.seed;
   if (s.tool_choice) {
     const ToolChoice& choice = *s.tool_choice;
     if (choice.mode == ToolChoice::Mode::tool && !advertises(request, choice.tool)) {
       refuse("tool_choice", "names the tool '" + choice.tool + "', which this request does not advertise");
     }
-    if (request.tools.empty()) {
-      if (choice.mode == ToolChoice::Mode::required) refuse("tool_choice", "is 'required' but the request has no tools");
-      body.erase("tool_choice");
-    } else {
-      body["tool_choice"] = tool_choice_json(choice);
+    if (request.tools.empty() && choice.mode == ToolChoice::Mode::required) {
+      refuse("tool_choice", "is 'required' but the request has no tools");
     }
   }
-  if (s.parallel_tool_calls && !request.tools.empty()) body["parallel_tool_calls"] = *s.parallel_tool_calls;
-  if (s.reasoning_effort) body["reasoning_effort"] = std::string(to_string(*s.reasoning_effort));
+}
+
+// A field `"key":value` after others.
+template <class T>
+void append_field(std::string& out, std::string_view key, const T& value) {
+  out += ',';
+  detail::append_json_key(out, key);
+  detail::append_json_value(out, Schema(value));
+}
+
+// The settings as Chat Completions fields, written after response_format in
+// the order the tree this replaces kept them. Tool fields are sent only with
+// tools (the API refuses them otherwise). A tool_choice replaces
+// OpenAIOptions::tool_choice in its place (`tool_choice_written`), and
+// max_output_tokens replaces max_tokens (write_chat_body leaves that out).
+void append_settings(std::string& out, const ModelRequest& request, bool tool_choice_written) {
+  if (!request.settings) return;
+  const ModelSettings& s = *request.settings;
+  if (s.temperature) append_field(out, "temperature", *s.temperature);
+  if (s.top_p) append_field(out, "top_p", *s.top_p);
+  if (s.max_output_tokens) append_field(out, "max_completion_tokens", *s.max_output_tokens);
+  if (s.stop && !s.stop->empty()) append_field(out, "stop", *s.stop);
+  if (s.seed) append_field(out, "seed", *s.seed);
+  if (s.tool_choice && !request.tools.empty() && !tool_choice_written) {
+    detail::append_literal(out, R"(,"tool_choice":)");
+    detail::append_json_value(out, tool_choice_json(*s.tool_choice));
+  }
+  if (s.parallel_tool_calls && !request.tools.empty()) append_field(out, "parallel_tool_calls", *s.parallel_tool_calls);
+  if (s.reasoning_effort) append_field(out, "reasoning_effort", std::string(to_string(*s.reasoning_effort)));
+}
+
+// `extra` that changes a body: null and {} leave it as it is.
+bool has_extra(const ModelRequest& request) {
+  if (!request.settings) return false;
+  const Json& extra = request.settings->extra;
+  return !extra.is_null() && !(extra.is_object() && extra.empty());
+}
+
+}  // namespace
+
+// Each advertised tool's JSON text, kept by the model that sends it: compiling
+// a tool's schema and dumping it on every turn costs more than the rest of a
+// short request. An entry is used only for the spec it was made from: the same
+// ToolSpec object with the same name, description and parameters (compared,
+// not trusted: a spec freed and another made at its address, or one changed in
+// place, misses), so a stale encoding is never sent. Bounded; safe to share
+// between runs on several threads.
+class OpenAIToolCache {
+ public:
+  explicit OpenAIToolCache(bool strict) : strict_(strict) {}
+
+  void append(std::string& out, const ToolSpec& spec) {
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& e : entries_) {
+        if (e.spec == &spec && e.name == spec.name && e.description == spec.description && spec.parameters &&
+            e.parameters == *spec.parameters) {
+          out += e.text;
+          return;
+        }
+      }
+    }
+    Entry entry{&spec, spec.name, spec.description, Schema(), openai_tool(spec, {.strict = strict_}).dump()};
+    entry.parameters = *spec.parameters;  // openai_tool refused a spec without parameters
+    out += entry.text;
+    std::lock_guard lock(mutex_);
+    std::erase_if(entries_, [&](const Entry& e) { return e.spec == &spec; });
+    if (entries_.size() >= kMaxEntries) entries_.erase(entries_.begin());
+    entries_.push_back(std::move(entry));
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 64;
+  struct Entry {
+    const ToolSpec* spec;
+    std::string name;
+    std::string description;
+    Schema parameters;
+    std::string text;
+  };
+  const bool strict_;
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+namespace {
+
+// The request body as JSON text, byte-identical to the dump of the tree
+// openai_chat_body() returns (the one source of both).
+// `tool_cache`, when set, encodes the tools (it was made for options.strict_tools).
+std::string write_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream,
+                            OpenAIToolCache* tool_cache) {
+  check_content(request.messages, options.content_limits);
+  // What can be refused is refused before anything is written, in the order
+  // the tree this replaces refused it: content, tool definitions, settings.
+  std::string tools;
+  if (!request.tools.empty()) {
+    tools += '[';
+    for (const ToolSpec* spec : request.tools) {
+      if (tools.size() > 1) tools += ',';
+      if (tool_cache) {
+        tool_cache->append(tools, *spec);
+      } else {
+        detail::append_json_value(tools, openai_tool(*spec, {.strict = options.strict_tools}));
+      }
+    }
+    tools += ']';
+  }
+  check_settings(request);
+  std::string out;
+  std::size_t estimate = 256 + request.system.size();
+  for (const auto& m : request.messages) {
+    estimate += 64 + m.tool_call_id.size();
+    for (const auto& p : m.content) {
+      if (const auto* t = std::get_if<TextPart>(&p)) estimate += t->text.size() + t->text.size() / 8;
+    }
+    for (const auto& c : m.tool_calls) estimate += 80 + c.id.size() + c.name.size() + 2 * c.arguments_text.size();
+  }
+  out.reserve(estimate + tools.size());
+  detail::append_literal(out, R"({"model":)");
+  detail::append_json_string(out, options.model.empty() ? request.model : std::string_view(options.model));
+  detail::append_literal(out, R"(,"messages":[)");
+  bool first = true;
+  if (!request.system.empty()) {
+    detail::append_literal(out, R"({"role":"system","content":)");
+    detail::append_json_string(out, request.system);
+    out += '}';
+    first = false;
+  }
+  for (const auto& m : request.messages) {
+    if (!first) out += ',';
+    first = false;
+    append_message(out, m);
+  }
+  out += ']';
+  const ModelSettings* settings = request.settings;
+  bool tool_choice_written = false;
+  if (!tools.empty()) {
+    detail::append_literal(out, R"(,"tools":)");
+    out += tools;
+    if (options.tool_choice) {
+      detail::append_literal(out, R"(,"tool_choice":)");
+      if (settings && settings->tool_choice) {
+        detail::append_json_value(out, tool_choice_json(*settings->tool_choice));
+      } else {
+        detail::append_json_string(out, *options.tool_choice);
+      }
+      tool_choice_written = true;
+    }
+  }
+  if (options.max_tokens && !(settings && settings->max_output_tokens)) append_field(out, "max_tokens", *options.max_tokens);
+  if (stream) detail::append_literal(out, R"(,"stream":true,"stream_options":{"include_usage":true})");
+  if (request.output_schema) {
+    detail::append_literal(out, R"(,"response_format":{"type":"json_schema","json_schema":{"name":)");
+    detail::append_json_string(out, kFinalAnswerTool);
+    detail::append_literal(out, R"(,"schema":)");
+    detail::append_json_value(out, *request.output_schema);
+    if (openai_strict_compatible(*request.output_schema)) {
+      detail::append_literal(out, R"(,"strict":true}})");
+    } else {
+      detail::append_literal(out, R"(,"strict":false}})");
+    }
+  }
+  append_settings(out, request, tool_choice_written);
+  out += '}';
+  if (has_extra(request)) {
+    Schema body = Schema::parse(out);
+    merge_extra(body, request.settings->extra);
+    return body.dump();
+  }
+  return out;
 }
 
 }  // namespace
@@ -206,38 +436,12 @@ std::string openai_finish_reason(std::string_view reason) {
   return "stop";
 }
 
+std::string openai_chat_body_text(const ModelRequest& request, const OpenAIOptions& options, bool stream) {
+  return write_chat_body(request, options, stream, nullptr);
+}
+
 Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream) {
-  check_content(request.messages, options.content_limits);
-  Schema body = Schema::object();
-  body["model"] = options.model.empty() ? std::string(request.model) : options.model;
-  Schema messages = Schema::array();
-  if (!request.system.empty()) messages.push_back(message_json(Message::system(std::string(request.system))));
-  for (const auto& m : request.messages) messages.push_back(message_json(m));
-  body["messages"] = std::move(messages);
-  if (!request.tools.empty()) {
-    Schema tools = Schema::array();
-    for (const ToolSpec* spec : request.tools) tools.push_back(openai_tool(*spec, {.strict = options.strict_tools}));
-    body["tools"] = std::move(tools);
-    if (options.tool_choice) body["tool_choice"] = *options.tool_choice;
-  }
-  if (options.max_tokens) body["max_tokens"] = *options.max_tokens;
-  if (stream) {
-    body["stream"] = true;
-    body["stream_options"] = {{"include_usage", true}};
-  }
-  if (request.output_schema) {
-    Schema json_schema = Schema::object();
-    json_schema["name"] = std::string(kFinalAnswerTool);
-    json_schema["schema"] = *request.output_schema;
-    json_schema["strict"] = openai_strict_compatible(*request.output_schema);
-    Schema format = Schema::object();
-    format["type"] = "json_schema";
-    format["json_schema"] = std::move(json_schema);
-    body["response_format"] = std::move(format);
-  }
-  apply_settings(body, request);
-  if (request.settings) merge_extra(body, request.settings->extra);
-  return body;
+  return Schema::parse(openai_chat_body_text(request, options, stream));
 }
 
 ModelResponse openai_chat_response(const Json& body) {
@@ -249,26 +453,27 @@ ModelResponse openai_chat_response(const Json& body) {
       throw ProviderError(ErrorCode::protocol, "OpenAI response has no choices");
     }
     const Json& choice = (*choices)[0];
-    const Json message = detail::object_at(choice, "message", "OpenAI response choices[0]");
+    const Json& message = detail::object_ref(choice, "message", "OpenAI response choices[0]");
     ModelResponse out;
     out.message.role = Role::assistant;
-    out.message.add_text(text_of(message.value("content", Json())));
-    if (const std::string refusal = text_of(message.value("refusal", Json())); !refusal.empty()) {
-      out.message.content.emplace_back(RefusalPart{refusal});
+    out.message.add_text(std::string(text_at(message, "content")));
+    if (const std::string_view refusal = text_at(message, "refusal"); !refusal.empty()) {
+      out.message.content.emplace_back(RefusalPart{std::string(refusal)});
     }
     if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
+      out.message.tool_calls.reserve(calls->size());
       for (const auto& c : *calls) {
-        const Json function = detail::object_at(c, "function", "OpenAI response tool call");
+        const Json& function = detail::object_ref(c, "function", "OpenAI response tool call");
         ToolCall call;
-        call.id = text_of(c.value("id", Json()));
-        call.name = text_of(function.value("name", Json()));
-        call.arguments_text = text_of(function.value("arguments", Json()));
+        call.id = text_at(c, "id");
+        call.name = text_at(function, "name");
+        call.arguments_text = text_at(function, "arguments");
         if (call.arguments_text.empty()) call.arguments_text = "{}";
         out.message.tool_calls.push_back(std::move(call));
       }
     }
-    out.finish_reason = openai_finish_reason(text_of(choice.value("finish_reason", Json())));
-    out.usage = usage_of(body.value("usage", Json()));
+    out.finish_reason = openai_finish_reason(text_at(choice, "finish_reason"));
+    out.usage = usage_of(value_at(body, "usage"));
     return out;
   });
 }
@@ -291,12 +496,12 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
       if (!choice.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: a choice is not an object");
       const auto index = choice.find("index");
       if (index != choice.end() && json_integer<std::int64_t>(*index, "choices[].index") != 0) continue;  // n > 1: the first choice only
-      const Json delta = detail::object_at(choice, "delta", "OpenAI stream event choices[]");
-      const std::string text = text_of(delta.value("content", Json()));
+      const Json& delta = detail::object_ref(choice, "delta", "OpenAI stream event choices[]");
+      const std::string_view text = text_at(delta, "content");
       count(text.size());
-      if (deltas_ && !text.empty()) deltas_(TextDelta{text});
+      if (deltas_ && !text.empty()) deltas_(TextDelta{std::string(text)});
       content_ += text;
-      const std::string refusal = text_of(delta.value("refusal", Json()));
+      const std::string_view refusal = text_at(delta, "refusal");
       count(refusal.size());
       refusal_ += refusal;
       if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
@@ -307,27 +512,32 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
           if (index > 1024) throw ProviderError(ErrorCode::protocol, "OpenAI stream: tool call index out of range");
           if (index >= calls_.size()) calls_.resize(index + 1);
           PartialCall& call = calls_[index];
-          if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get<std::string>();
-          const Json function = detail::object_at(c, "function", "OpenAI stream event tool call");
+          if (auto id = c.find("id"); id != c.end() && id->is_string()) call.id = id->get_ref<const std::string&>();
+          const Json& function = detail::object_ref(c, "function", "OpenAI stream event tool call");
           if (auto n = function.find("name"); n != function.end() && n->is_string()) {
-            count(n->get_ref<const std::string&>().size());
-            call.name += n->get<std::string>();
+            const std::string& name = n->get_ref<const std::string&>();
+            count(name.size());
+            call.name += name;
           }
-          std::string fragment;
+          std::string_view fragment;
           if (auto a = function.find("arguments"); a != function.end() && !a->is_null()) {
             if (!a->is_string()) {
               throw ProviderError(ErrorCode::protocol, "OpenAI stream event: tool_calls[].function.arguments is " +
                                                            std::string(json_type_name(*a)) + ", not a string");
             }
-            fragment = a->get<std::string>();
+            fragment = a->get_ref<const std::string&>();
           }
           count(fragment.size());
           call.arguments += fragment;
-          if (deltas_ && (!call.announced || !fragment.empty())) deltas_(ToolCallDelta{index, call.id, call.name, fragment});
+          if (deltas_ && (!call.announced || !fragment.empty())) {
+            deltas_(ToolCallDelta{index, call.id, call.name, std::string(fragment)});
+          }
           call.announced = true;
         }
       }
-      if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) finish_reason_ = f->get<std::string>();
+      if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) {
+        finish_reason_ = f->get_ref<const std::string&>();
+      }
     }
   });
 }
@@ -361,17 +571,16 @@ const ReplyFormat& openai_chat_reply() {
 }
 
 OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options)
-    : transport_(std::move(transport)), options_(std::move(options)) {
+    : transport_(std::move(transport)),
+      options_(std::move(options)),
+      tool_cache_(std::make_shared<OpenAIToolCache>(options_.strict_tools)) {
   options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
 }
 
 std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http;
-  http.url = options_.base_url + "/chat/completions";
-  http.headers = {{"content-type", "application/json"}};
-  if (!options_.api_key.empty()) http.headers.emplace_back("authorization", "Bearer " + options_.api_key);
-  for (const auto& h : options_.extra_headers) http.headers.push_back(h);
-  http.body = openai_chat_body(request, options_, options_.stream).dump();
+  HttpRequest http = detail::json_post(options_.base_url + "/chat/completions", "authorization", "Bearer ", options_.api_key,
+                                       options_.extra_headers);
+  http.body = write_chat_body(request, options_, options_.stream, tool_cache_.get());
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, openai_chat_reply(),
                             options_.stream ? std::make_unique<OpenAIStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);
 }

@@ -47,6 +47,19 @@ inline Json object_at(const Json& parent, const char* key, std::string_view what
   return *it;
 }
 
+// object_at without the copy: a reference to the object at `key` of
+// `parent`, or to an empty object; the same errors.
+inline const Json& object_ref(const Json& parent, const char* key, std::string_view what) {
+  static const Json kEmpty = Json::object();
+  const auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return kEmpty;
+  if (!it->is_object()) {
+    throw ProviderError(ErrorCode::protocol, std::string(what) + "." + key + " is " +
+                                                 std::string(json_type_name(*it)) + ", not an object");
+  }
+  return *it;
+}
+
 // A token count: 0 when `key` is absent or null, else a non-negative integer
 // (json_integer; anything else throws JsonError naming `what`.`key`).
 inline std::int64_t token_count(const Json& object, std::string_view key, std::string_view what) {

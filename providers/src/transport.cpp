@@ -56,10 +56,24 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// An easy handle with its multi handle, and what the easy handle was last
+// set up with: a handle that served a POST keeps the options every request
+// of its Transport shares (set once), its URL and its header list, so the
+// next POST sets only what differs (Slot::configure in AsyncRequest::State).
 struct Slot {
   CURLM* multi = nullptr;
   CURL* easy = nullptr;
+  bool primed = false;          // the shared options are set and the last request was a POST
+  std::string url;              // the URL it was last given
+  Headers headers;              // the request headers `header_list` was built from
+  curl_slist* header_list = nullptr;  // owned; outlives the transfer that uses it
 };
+
+void destroy(Slot& slot) {
+  curl_easy_cleanup(slot.easy);
+  curl_multi_cleanup(slot.multi);
+  curl_slist_free_all(slot.header_list);
+}
 
 // What one attempt saw; the curl callbacks write here.
 struct Attempt {
@@ -158,22 +172,21 @@ struct Pool {
   std::vector<Slot> idle;
 
   ~Pool() {
-    for (auto& slot : idle) {
-      curl_easy_cleanup(slot.easy);
-      curl_multi_cleanup(slot.multi);
-    }
+    for (auto& slot : idle) destroy(slot);
   }
 
   Slot take() {
     {
       std::lock_guard lock(mutex);
       if (!idle.empty()) {
-        Slot slot = idle.back();
+        Slot slot = std::move(idle.back());
         idle.pop_back();
         return slot;
       }
     }
-    Slot slot{curl_multi_init(), curl_easy_init()};
+    Slot slot;
+    slot.multi = curl_multi_init();
+    slot.easy = curl_easy_init();
     if (!slot.multi || !slot.easy) {
       if (slot.easy) curl_easy_cleanup(slot.easy);
       if (slot.multi) curl_multi_cleanup(slot.multi);
@@ -183,14 +196,18 @@ struct Pool {
   }
 
   void give(Slot slot) {
-    curl_easy_reset(slot.easy);  // drops pointers into the finished request; keeps the connection
+    // Drops the pointers into the finished request (its error buffer, its
+    // attempt, its body); keeps the connection and the shared options.
+    curl_easy_setopt(slot.easy, CURLOPT_ERRORBUFFER, nullptr);
+    curl_easy_setopt(slot.easy, CURLOPT_HEADERDATA, nullptr);
+    curl_easy_setopt(slot.easy, CURLOPT_WRITEDATA, nullptr);
+    curl_easy_setopt(slot.easy, CURLOPT_POSTFIELDS, nullptr);
     std::lock_guard lock(mutex);
     if (idle.size() < kMaxPooled) {
-      idle.push_back(slot);
+      idle.push_back(std::move(slot));
       return;
     }
-    curl_easy_cleanup(slot.easy);
-    curl_multi_cleanup(slot.multi);
+    destroy(slot);
   }
 
 };
@@ -211,20 +228,14 @@ struct AsyncRequest::State {
         secrets_(secrets_of(request_.headers)) {
     if (cancel) token_ = *cancel;
     for (const auto& [name, value] : request_.headers) {
-      if ((name + value).find_first_of("\r\n") != std::string::npos) {
-        curl_slist_free_all(headers_);
+      if (name.find_first_of("\r\n") != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
         throw ProviderError(ErrorCode::invalid_argument, "request header '" + name.substr(0, name.find_first_of("\r\n")) +
                                                     "' contains a line break");
       }
-      headers_ = curl_slist_append(headers_, (name + ": " + value).c_str());
     }
-    headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip for large bodies
   }
 
-  ~State() {
-    release();
-    curl_slist_free_all(headers_);
-  }
+  ~State() { release(); }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
@@ -318,7 +329,7 @@ struct AsyncRequest::State {
     attempt_.on_headers = &on_headers_;
     attempt_.any_status = request_.any_status;
     error_buffer_[0] = '\0';
-    configure(slot_.easy);
+    configure(slot_);
     curl_multi_add_handle(slot_.multi, slot_.easy);
     started_ = Clock::now();
     attempt_.last_byte = started_;
@@ -330,7 +341,7 @@ struct AsyncRequest::State {
     if (!has_slot_) return;
     has_slot_ = false;
     curl_multi_remove_handle(slot_.multi, slot_.easy);
-    pool_->give(slot_);
+    pool_->give(std::move(slot_));
   }
 
   void fail(const ProviderError& error) {
@@ -345,7 +356,7 @@ struct AsyncRequest::State {
     curl_easy_getinfo(slot_.easy, CURLINFO_RESPONSE_CODE, &status);
     const std::string detail = error_buffer_[0] ? error_buffer_ : curl_easy_strerror(result);
     has_slot_ = false;
-    pool_->give(slot_);
+    pool_->give(std::move(slot_));
 
     Attempt& a = attempt_;
     if (a.callback_error) {
@@ -441,27 +452,41 @@ struct AsyncRequest::State {
     phase_ = Phase::backoff;
   }
 
-  void configure(CURL* easy) {
-    curl_easy_setopt(easy, CURLOPT_URL, request_.url.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer_);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout.count()));
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy, CURLOPT_USERAGENT, "agentkit/0.1");
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &on_header);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &attempt_);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &attempt_);
+  // Sets `slot` up for this attempt. A handle that last served a POST of
+  // this Transport keeps every option but the ones naming this request (its
+  // buffers, URL, headers and body); any other gets a reset and everything.
+  void configure(Slot& slot) {
+    CURL* easy = slot.easy;
     const std::string& method = request_.method;
+    if (!slot.primed || method != "POST") {
+      curl_easy_reset(easy);
+      slot.url.clear();
+      slot.headers.clear();
+      curl_slist_free_all(slot.header_list);
+      slot.header_list = nullptr;
+      slot.primed = false;
+      set_shared_options(easy);
+    }
+    if (slot.url != request_.url || slot.url.empty()) {
+      curl_easy_setopt(easy, CURLOPT_URL, request_.url.c_str());  // libcurl copies it
+      slot.url = request_.url;
+    }
+    if (!slot.header_list || slot.headers != request_.headers) {
+      curl_slist* list = nullptr;
+      std::string line;
+      for (const auto& [name, value] : request_.headers) {
+        line.assign(name).append(": ").append(value);
+        list = curl_slist_append(list, line.c_str());
+      }
+      list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
+      curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+      curl_slist_free_all(slot.header_list);
+      slot.header_list = list;
+      slot.headers = request_.headers;
+    }
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer_);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &attempt_);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &attempt_);
     if (method == "GET") {
       curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     } else if (method == "HEAD") {
@@ -473,6 +498,25 @@ struct AsyncRequest::State {
         curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request_.body.data());
       }
     }
+    slot.primed = method == "POST";
+  }
+
+  // The options every request of a Transport shares.
+  void set_shared_options(CURL* easy) {
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.total_timeout.count()));
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, "agentkit/0.1");
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &on_header);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &on_body);
   }
 
   std::shared_ptr<Pool> pool_;
@@ -483,7 +527,6 @@ struct AsyncRequest::State {
   Redactor secrets_;
   std::optional<CancellationToken> token_;
   std::atomic<bool> cancel_requested_{false};
-  curl_slist* headers_ = nullptr;
 
   Phase phase_ = Phase::ready;
   int attempts_ = 0;  // retries scheduled so far

@@ -52,6 +52,9 @@ struct OpenAIOptions {
 // "json_schema": {"name": "final_answer", "schema": ..., "strict": ...}},
 // strict when openai_strict_compatible(schema).
 Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream);
+// The same body as the text that goes on the wire (openai_chat_body's dump,
+// byte for byte), written without building a tree; what OpenAIChatModel sends.
+std::string openai_chat_body_text(const ModelRequest& request, const OpenAIOptions& options, bool stream);
 
 // Decodes a non-streaming response body; the message's `refusal` becomes a
 // RefusalPart after its text (streamed `refusal` deltas too). Throws ProviderError(protocol) on a
@@ -108,6 +111,8 @@ const ReplyFormat& openai_chat_reply();
 // The normalised finish reason for an OpenAI `finish_reason`.
 std::string openai_finish_reason(std::string_view reason);
 
+class OpenAIToolCache;  // internal: the tools' JSON text, per model
+
 class OpenAIChatModel final : public Model {
  public:
   OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options);
@@ -122,6 +127,7 @@ class OpenAIChatModel final : public Model {
  private:
   std::shared_ptr<Transport> transport_;
   OpenAIOptions options_;
+  std::shared_ptr<OpenAIToolCache> tool_cache_;
 };
 
 }  // namespace agentkit::providers
