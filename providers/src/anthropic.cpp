@@ -494,13 +494,7 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
   });
 }
 
-void AnthropicStreamAccumulator::count(std::size_t bytes) {
-  streamed_ += bytes;
-  if (streamed_ > kMaxStreamedReplyBytes) {
-    throw ProviderError(ErrorCode::protocol, "Anthropic stream: the reply's fragments are over " +
-                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
-  }
-}
+void AnthropicStreamAccumulator::count(std::size_t bytes) { detail::count_streamed(streamed_, bytes, "Anthropic stream"); }
 
 ModelResponse AnthropicStreamAccumulator::finish() {
   ModelResponse out;

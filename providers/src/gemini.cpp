@@ -30,13 +30,7 @@ struct GeminiTurn {
   bool had_candidate = false;
   std::size_t streamed = 0;
 
-  void count(std::size_t bytes) {
-    streamed += bytes;
-    if (streamed > kMaxStreamedReplyBytes) {
-      throw ProviderError(ErrorCode::protocol, "Gemini reply: its fragments are over " +
-                                                   std::to_string(kMaxStreamedReplyBytes) + " bytes");
-    }
-  }
+  void count(std::size_t bytes) { count_streamed(streamed, bytes, "Gemini reply"); }
 
   ReasoningPart* last_thought() {
     if (content.empty()) return nullptr;

@@ -240,13 +240,7 @@ void OllamaStreamAccumulator::on_event(const SseEvent& event) {
   });
 }
 
-void OllamaStreamAccumulator::count(std::size_t bytes) {
-  streamed_ += bytes;
-  if (streamed_ > kMaxStreamedReplyBytes) {
-    throw ProviderError(ErrorCode::protocol, "Ollama stream: the reply's fragments are over " +
-                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
-  }
-}
+void OllamaStreamAccumulator::count(std::size_t bytes) { detail::count_streamed(streamed_, bytes, "Ollama stream"); }
 
 ModelResponse OllamaStreamAccumulator::finish() {
   ModelResponse out = response_;

@@ -542,13 +542,7 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
   });
 }
 
-void OpenAIStreamAccumulator::count(std::size_t bytes) {
-  streamed_ += bytes;
-  if (streamed_ > kMaxStreamedReplyBytes) {
-    throw ProviderError(ErrorCode::protocol, "OpenAI stream: the reply's fragments are over " +
-                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
-  }
-}
+void OpenAIStreamAccumulator::count(std::size_t bytes) { detail::count_streamed(streamed_, bytes, "OpenAI stream"); }
 
 ModelResponse OpenAIStreamAccumulator::finish() {
   ModelResponse out;

@@ -494,13 +494,7 @@ void OpenAIResponsesStreamAccumulator::on_event(const SseEvent& event) {
   });
 }
 
-void OpenAIResponsesStreamAccumulator::count(std::size_t bytes) {
-  streamed_ += bytes;
-  if (streamed_ > kMaxStreamedReplyBytes) {
-    throw ProviderError(ErrorCode::protocol, "OpenAI Responses stream: the reply's fragments are over " +
-                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
-  }
-}
+void OpenAIResponsesStreamAccumulator::count(std::size_t bytes) { detail::count_streamed(streamed_, bytes, "OpenAI Responses stream"); }
 
 ModelResponse OpenAIResponsesStreamAccumulator::finish() {
   if (done_) return response_;

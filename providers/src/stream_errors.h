@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <agentkit/json.h>
+#include <agentkit/providers/reply.h>
 #include <agentkit/providers/transport.h>
 
 namespace agentkit::providers::detail {
@@ -58,6 +59,17 @@ inline const Json& object_ref(const Json& parent, const char* key, std::string_v
                                                  std::string(json_type_name(*it)) + ", not an object");
   }
   return *it;
+}
+
+// Adds `bytes` to what a streamed reply has accumulated (`streamed`):
+// past kMaxStreamedReplyBytes the reply is ProviderError(protocol), named
+// by `what` ("OpenAI stream").
+inline void count_streamed(std::size_t& streamed, std::size_t bytes, std::string_view what) {
+  streamed += bytes;
+  if (streamed > kMaxStreamedReplyBytes) {
+    throw ProviderError(ErrorCode::protocol, std::string(what) + ": the reply's fragments are over " +
+                                                 std::to_string(kMaxStreamedReplyBytes) + " bytes");
+  }
 }
 
 // A token count: 0 when `key` is absent or null, else a non-negative integer
