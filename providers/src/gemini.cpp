@@ -209,7 +209,13 @@ ImagePart image_of(const Json& inline_data, std::string_view what) {
   }
   auto bytes = base64_decode(field("data"));
   if (!bytes) throw ProviderError(ErrorCode::protocol, std::string(what) + ": inlineData is not valid base64");
-  return ImagePart{media_type, std::move(*bytes), {}};
+  ImagePart image{media_type, std::move(*bytes), {}};
+  try {
+    check_part(image);  // what a RunState document holding the reply will demand of it
+  } catch (const InvalidContent& e) {
+    throw ProviderError(ErrorCode::protocol, std::string(what) + ": inlineData: " + e.what());
+  }
+  return image;
 }
 
 // An assistant turn as "model" parts, each signature back on its own part

@@ -632,6 +632,13 @@ TEST_CASE("Gemini replies: images the model generated come back as image parts, 
   Json garbled = reply;
   garbled["candidates"][0]["content"]["parts"][1]["inlineData"]["data"] = "not base64!";
   CHECK_THAT(error_of([&] { gemini_generate_response(garbled); }).what(), Catch::Contains("not valid base64"));
+  // A media type a RunState document would refuse to load (the fuzzer found it): refused here, not saved.
+  Json mistyped = reply;
+  mistyped["candidates"][0]["content"]["parts"][1]["inlineData"]["mimeType"] = "image/pn\x7fg";
+  CHECK_THAT(error_of([&] { gemini_generate_response(mistyped); }).what(), Catch::Contains("not a media type"));
+  Json empty = reply;  // no bytes: an image part with neither data nor a URL
+  empty["candidates"][0]["content"]["parts"][1]["inlineData"]["data"] = "";
+  CHECK_THAT(error_of([&] { gemini_generate_response(empty); }).what(), Catch::Contains("exactly one of data and url"));
   Json untyped = reply;
   untyped["candidates"][0]["content"]["parts"][1]["inlineData"].erase("mimeType");
   CHECK(error_of([&] { gemini_generate_response(untyped); }).code() == ErrorCode::protocol);
