@@ -151,6 +151,7 @@ RunContext RunContext::child() const {
 }
 
 void RunContext::emit(Event event) const {
+  if (!observed()) return;
   EventInfo& info = info_of(event);
   if (!info.source) info.source = event_source();
   if (events) {
@@ -201,13 +202,14 @@ std::string RunContext::new_id(std::string_view prefix) {
   // Random salt + counter: unique, cheap, no shared mutable state beyond two
   // atomics.
   static std::atomic<std::uint64_t> counter{0};
-  std::string id(prefix);
   char buf[48];
   buf[0] = '_';
   char* end = std::to_chars(buf + 1, buf + sizeof buf, id_salt().load(std::memory_order_relaxed), 16).ptr;
   *end++ = '_';
   end = std::to_chars(end, buf + sizeof buf, counter.fetch_add(1, std::memory_order_relaxed), 16).ptr;
-  id.append(buf, end);
+  std::string id;
+  id.reserve(prefix.size() + static_cast<std::size_t>(end - buf));  // one allocation
+  id.append(prefix).append(buf, end);
   return id;
 }
 

@@ -13,6 +13,12 @@ namespace agentkit {
 std::string ToolResult::model_text() const {
   if (status != Status::ok) return text;
   if (value.is_string()) return value.get<std::string>();
+  // The common scalars as the dump writes them, without a serializer.
+  if (value.is_number_integer()) {
+    return value.is_number_unsigned() ? std::to_string(value.get<std::uint64_t>())
+                                      : std::to_string(value.get<std::int64_t>());
+  }
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   return canonical_dump(value);
 }
 

@@ -160,7 +160,11 @@ std::string sanitize_utf8(std::string text) {
   return out;
 }
 
-Json sanitize_utf8(Json value) {
+namespace {
+
+// sanitize_utf8(Json), in place: a value that is valid UTF-8 throughout (the
+// common case) is only read.
+void sanitize_in_place(Json& value) {
   switch (value.type()) {
     case Json::value_t::string: {
       auto& text = value.get_ref<std::string&>();
@@ -168,22 +172,33 @@ Json sanitize_utf8(Json value) {
       break;
     }
     case Json::value_t::array:
-      for (auto& element : value) element = sanitize_utf8(std::move(element));
+      for (auto& element : value) sanitize_in_place(element);
       break;
     case Json::value_t::object: {
       bool keys_valid = true;
       for (auto it = value.begin(); it != value.end() && keys_valid; ++it) keys_valid = is_valid_utf8(it.key());
       if (keys_valid) {
-        for (auto& element : value) element = sanitize_utf8(std::move(element));
+        for (auto& element : value) sanitize_in_place(element);
         break;
       }
       Json clean = Json::object();
-      for (auto it = value.begin(); it != value.end(); ++it) clean[sanitize_utf8(it.key())] = sanitize_utf8(std::move(*it));
-      return clean;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        Json element = std::move(*it);
+        sanitize_in_place(element);
+        clean[sanitize_utf8(it.key())] = std::move(element);
+      }
+      value = std::move(clean);
+      break;
     }
     default:
       break;
   }
+}
+
+}  // namespace
+
+Json sanitize_utf8(Json value) {
+  sanitize_in_place(value);
   return value;
 }
 

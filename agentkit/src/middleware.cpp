@@ -44,6 +44,7 @@ spdlog::logger& logger_of(const RunContext& ctx) { return *detail::logger_or_nul
 
 Middleware tracing() {
   return [](const ToolRequest& req, RunContext& ctx, const Next& next) {
+    if (!ctx.observed()) return next(req, ctx);  // a span no one would see
     ToolSpan span{
         .span_id = RunContext::new_id("span"), .parent_span_id = ctx.span_id, .tool = req.name, .call_id = req.call_id};
     const auto start = Clock::now();

@@ -30,7 +30,9 @@ Middleware retry(RetryPolicy policy) {
     const int attempts = safe ? std::max(policy.max_attempts, 1) : 1;
     if (attempts == 1) return next(req, ctx);
 
-    ToolRequest attempt = req;
+    // The first attempt is the request as it came (attempt 1); a copy is
+    // made only for a second.
+    std::optional<ToolRequest> again;
     ToolResult last;
     std::exception_ptr last_error;
     for (int n = 1; n <= attempts; ++n) {
@@ -39,9 +41,12 @@ Middleware retry(RetryPolicy policy) {
         ctx.cancellation.sleep_for(backoff.delay(n - 1));
         if (ctx.cancelled()) break;
       }
-      attempt.attempt = n;
+      if (n > 1 || req.attempt != 1) {
+        if (!again) again = req;
+        again->attempt = n;
+      }
       try {
-        last = next(attempt, ctx);
+        last = next(again ? *again : req, ctx);
         last_error = nullptr;
         if (!retryable(last)) return last;
       } catch (const RetryableToolError&) {

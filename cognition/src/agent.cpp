@@ -36,6 +36,7 @@ RunResult RunHandle::wait(Observer* observer) & {
 }
 
 RunResult RunHandle::wait(Observer* observer) && {
+  if (!observer) driver_->drop_events();  // a temporary: no one drains it after
   drive(observer);
   return driver_->take_result();
 }
@@ -202,10 +203,12 @@ class SigningDriver final : public RunHandle::Driver {
     return done;
   }
   void wait() override { inner_->wait(); }
+  void wait_ready(std::chrono::milliseconds max) override { inner_->wait_ready(max); }
   bool done() const override { return inner_->done(); }
   const RunResult& result() const override { return signed_ ? *signed_ : inner_->result(); }
   RunResult take_result() override { return signed_ ? std::move(*signed_) : inner_->take_result(); }
   std::vector<Event> drain_events() override { return inner_->drain_events(); }
+  void drop_events() override { inner_->drop_events(); }
   void cancel() override { inner_->cancel(); }
 
  private:

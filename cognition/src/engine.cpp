@@ -64,11 +64,16 @@ struct Pending {
     return outstanding == 0;
   }
   // Blocks until the work is done or `cancel` is cancelled (or past its
-  // deadline), whichever comes first.
-  void wait_idle(const CancellationToken& cancel) {
+  // deadline), or `max` has passed, whichever comes first.
+  void wait_idle(const CancellationToken& cancel, std::optional<std::chrono::milliseconds> max) {
     std::unique_lock lock(mutex);
     const auto idle = [&] { return outstanding == 0; };
-    if (auto deadline = cancel.deadline()) {
+    std::optional<CancellationToken::Clock::time_point> deadline = cancel.deadline();
+    if (max) {
+      const auto until = CancellationToken::Clock::now() + *max;
+      if (!deadline || until < *deadline) deadline = until;
+    }
+    if (deadline) {
       cv.wait_until(lock, cancel.stop_token(), *deadline, idle);
     } else {
       cv.wait(lock, cancel.stop_token(), idle);
@@ -189,21 +194,25 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   void wait() override {
     if (done_) {
       if (writer_) writer_->wait_idle(std::nullopt);  // the end is in the store once wait() returns
-    } else if (ending_) {
-      writer_->wait_idle(std::chrono::milliseconds(10));
-    } else if (in_flight_) {
-      in_flight_->wait(std::chrono::milliseconds(10));
-    } else if (busy()) {
-      pending_->wait_idle(ctx_.cancellation);
-    } else if (writer_ && !writer_->idle()) {
-      writer_->wait_idle(std::chrono::milliseconds(10));
+    } else {
+      wait_ready(std::nullopt);
     }
+  }
+
+  void wait_ready(std::chrono::milliseconds max) override {
+    if (!done_) wait_ready(std::optional(max));
   }
 
   bool done() const override { return done_; }
   const RunResult& result() const override { return result_; }
   RunResult take_result() override { return std::move(result_); }
   std::vector<Event> drain_events() override { return events_->drain(); }
+  void drop_events() override {
+    if (ctx_.events != events_) return;  // a sub-run's events go to its parent's queue
+    ctx_.events = nullptr;
+    ctx_.observer = nullptr;  // which emit() would otherwise call from any thread
+    events_->drain();
+  }
   void cancel() override {
     ctx_.cancellation.cancel();
     if (in_flight_) in_flight_->cancel();
@@ -236,6 +245,23 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   }
 
   bool busy() const { return pending_ && !pending_->idle(); }
+
+  // Blocks until poll() may make progress, or up to `max`. Unbounded, it
+  // still returns every 10 ms while a reply or a save is awaited (their
+  // waits are bounded); work on the executor is waited for until it is done
+  // or the run is cancelled.
+  void wait_ready(std::optional<std::chrono::milliseconds> max) {
+    const auto slice = max ? *max : std::chrono::milliseconds(10);
+    if (ending_) {
+      writer_->wait_idle(slice);
+    } else if (in_flight_) {
+      in_flight_->wait(slice);
+    } else if (busy()) {
+      pending_->wait_idle(ctx_.cancellation, max);
+    } else if (writer_ && !writer_->idle()) {
+      writer_->wait_idle(slice);
+    }
+  }
   StepContext step_context() const { return {agent_, ctx_}; }
 
   // Takes the strategy's step. ask: the run asks the model next; the others
@@ -581,7 +607,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
-      ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
+      if (ctx_.observed()) ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
     }
     auto executor = ctx_.executor;
     if (!executor || executor->inline_execution()) {
@@ -667,7 +693,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         }
       }
       std::string text = sanitize_utf8(r->model_text());
-      ctx_.emit(ToolCallFinished{call.id, call.name, r->status, text, {}});
+      if (ctx_.observed()) ctx_.emit(ToolCallFinished{call.id, call.name, r->status, text, {}});
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
       } else {
@@ -692,12 +718,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // Tool results in call order, so the history is valid on the wire.
   void append_results() {
+    // The batch and its outcomes are cleared below: their strings move.
     for (std::size_t i = 0; i < st_.batch.size(); ++i) {
-      const ToolCall& call = st_.batch[i];
-      const auto& outcome = st_.outcomes[i];
-      st_.history.push_back(Message::tool_result(call.id, call.name, outcome->text, outcome->is_error));
+      ToolCall& call = st_.batch[i];
+      auto& outcome = st_.outcomes[i];
+      st_.history.push_back(Message::tool_result(std::move(call.id), std::move(call.name), std::move(outcome->text),
+                                                 outcome->is_error));
       auto& content = st_.history.back().content;
-      content.insert(content.end(), outcome->parts.begin(), outcome->parts.end());
+      content.insert(content.end(), std::make_move_iterator(outcome->parts.begin()),
+                     std::make_move_iterator(outcome->parts.end()));
     }
     st_.batch.clear();
     st_.outcomes.clear();

@@ -196,3 +196,72 @@ TEST_CASE("Progress a tool emits reaches the host's observer and handle", "[even
     CHECK(messages(seen) == expected);
   }
 }
+
+TEST_CASE("a run nobody observes makes no events, and one that is observed or drained gets them all", "[events]") {
+  // The tool reports whether its context would deliver an event.
+  auto seen = std::make_shared<std::vector<bool>>();
+  auto probe = agentkit::tool("probe")
+                   .doc("Report whether this run's events reach anyone, for the test.")
+                   .side_effecting(false)
+                   .params("note")
+                   .fn([seen](const std::string&, agentkit::RunContext& ctx) {
+                     seen->push_back(ctx.observed());
+                     return std::string("probed");
+                   });
+  auto script = [] {
+    return FakeLLM::script({
+        Turn{.tool_calls = {call("c1", "probe", {{"note", "x"}})}},
+        Turn{.content = "Probed."},
+    });
+  };
+  Agent agent("desk", "fake", "You probe when asked to.", react({probe}));
+
+  SECTION("run() without an observer: the tool's context is unobserved") {
+    auto ctx = make_test_ctx({.llm = script()});
+    CHECK(agent.run("Probe", ctx).stop_reason == StopReason::answered);
+    CHECK(*seen == std::vector<bool>{false});
+  }
+  SECTION("run() with an observer: observed, and the observer gets the call's events") {
+    auto recorder = std::make_shared<Recorder>();
+    auto ctx = make_test_ctx({.llm = script(), .observer = recorder});
+    CHECK(agent.run("Probe", ctx).stop_reason == StopReason::answered);
+    CHECK(*seen == std::vector<bool>{true});
+    CHECK(recorder->all<ToolCallStarted>().size() == 1);
+    CHECK(recorder->all<agentkit::ToolCallFinished>().size() == 1);
+  }
+  SECTION("a handle the host polls and drains: observed, and drain_events() has the call's events") {
+    auto ctx = make_test_ctx({.llm = script()});
+    auto handle = agent.start("Probe", ctx);
+    int started = 0, finished = 0;
+    for (bool done = false; !done;) {
+      done = handle.poll();
+      for (const auto& e : handle.drain_events()) {
+        started += std::holds_alternative<ToolCallStarted>(e);
+        finished += std::holds_alternative<agentkit::ToolCallFinished>(e);
+      }
+    }
+    CHECK(handle.result().stop_reason == StopReason::answered);
+    CHECK(*seen == std::vector<bool>{true});
+    CHECK(started == 1);
+    CHECK(finished == 1);
+  }
+  SECTION("a sub-run (as_tool) of an observed run sends its events to the parent's observer") {
+    auto inner = std::make_shared<Agent>("inner", "fake", "You probe for the lead.", react({probe}));
+    auto delegate = agentkit::as_tool(
+        inner, {.name = "inner", .description = "Delegate probing to the inner agent.", .side_effecting = false});
+    Agent lead("lead", "fake", "You delegate probing.", react({delegate}));
+    auto llm = FakeLLM::script({
+        Turn{.tool_calls = {call("c1", "inner", {{"task", "probe it"}})}},
+        Turn{.tool_calls = {call("c2", "probe", {{"note", "x"}})}},
+        Turn{.content = "Inner probed."},
+        Turn{.content = "Done."},
+    });
+    auto recorder = std::make_shared<Recorder>();
+    auto ctx = make_test_ctx({.llm = llm, .observer = recorder});
+    CHECK(lead.run("Probe via inner", ctx).stop_reason == StopReason::answered);
+    CHECK(*seen == std::vector<bool>{true});
+    std::vector<std::string> started;
+    for (const auto& e : recorder->all<ToolCallStarted>()) started.push_back(e.call.id);
+    CHECK(started == std::vector<std::string>{"c1", "c2"});
+  }
+}

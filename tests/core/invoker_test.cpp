@@ -2,12 +2,14 @@
 // (spec 000 "Note the call path", approval gating).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <agentkit/function_tool.h>
+#include <agentkit/json.h>
 #include <agentkit/invoker.h>
 #include <agentkit/testing/test_context.h>
 
@@ -313,4 +315,21 @@ TEST_CASE("to_string names every status", "[invoker]") {
   CHECK(agentkit::to_string(Status::denied) == "denied");
   CHECK(agentkit::to_string(Status::awaiting_approval) == "awaiting_approval");
   CHECK(agentkit::to_string(Status::outcome_unknown) == "outcome_unknown");
+}
+
+TEST_CASE("an ok result's model text is the canonical dump for every scalar and the string itself for a string", "[invoker]") {
+  const std::vector<Json> values = {
+      Json(0), Json(-1), Json(42), Json(std::int64_t{-9223372036854775807LL - 1}),
+      Json(std::uint64_t{18446744073709551615ULL}), Json(true), Json(false), Json(nullptr),
+      Json(1.5), Json(-0.25), Json::array({1, "a"}), Json{{"b", 2}, {"a", 1}}};
+  for (const Json& value : values) {
+    INFO(value.dump());
+    CHECK(ToolResult::ok(value).model_text() == agentkit::canonical_dump(value));
+  }
+  CHECK(ToolResult::ok("plain words").model_text() == "plain words");
+  // A non-ok result speaks its text, whatever value it carries.
+  ToolResult denied = ToolResult::ok(7);
+  denied.status = Status::denied;
+  denied.text = "Denied by policy";
+  CHECK(denied.model_text() == "Denied by policy");
 }

@@ -3,17 +3,20 @@
 // adapters advanced from RunHandle::poll() on the test's own thread.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
+#include <agentkit/executor.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/providers/anthropic.h>
 #include <agentkit/providers/models.h>
 #include <agentkit/providers/openai.h>
 #include <agentkit/providers/transport.h>
+#include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
@@ -355,4 +358,75 @@ TEST_CASE("complete() still works on both adapters, as begin() driven to the end
   pending->cancel();
   CHECK(pending->poll());
   CHECK_THROWS_AS(pending->take(), ProviderError);
+}
+
+TEST_CASE("RunHandle::wait_ready sleeps until the reply arrives, so a host with nothing else to do does not spin",
+          "[nonblocking][openai]") {
+  WireServer server;
+  server.enqueue(openai_tool_turn(40ms));
+  server.enqueue(openai_answer_turn(40ms));
+  auto agent = lisbon_agent("openai/gpt-4o-mini@" + server.base_url() + "/v1");
+  auto ctx = agentkit::testing::make_test_ctx();  // no executor: the replies are read from poll()
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key"});
+  const auto started = Clock::now();
+  auto handle = agent.start("How big is Lisbon?", ctx);
+  int polls = 1;
+  for (; !handle.poll(); ++polls) {
+    REQUIRE(ms_since(started) < 10'000);
+    handle.wait_ready(1s);
+  }
+  const double elapsed = ms_since(started);
+  INFO(polls << " polls in " << elapsed << " ms");
+  CHECK(elapsed >= 250);  // 2 turns x 4 gaps x 40 ms: the stream did trickle
+  // Woken by each chunk, not by the 1 s bound (which would take seconds),
+  // and not spinning (thousands of polls in 300 ms).
+  CHECK(elapsed < 2000);
+  CHECK(polls < 100);
+  REQUIRE(handle.result().stop_reason == agentkit::StopReason::answered);
+  CHECK(handle.result().output == "Lisbon has about 545,000 residents.");
+  const auto t = Clock::now();
+  handle.wait_ready(5s);  // a run that is done: at once
+  CHECK(ms_since(t) < agentkit_test::latency_bound_ms(50));
+}
+
+TEST_CASE("RunHandle::wait_ready returns within its bound while a tool runs, and when the tool finishes",
+          "[nonblocking]") {
+  std::atomic<bool> running{false};
+  auto slow = agentkit::tool("slow_lookup")
+                  .doc("Look a value up in a slow archive and return it.")
+                  .side_effecting(false)
+                  .params("key")
+                  .fn([&running](const std::string& key) {
+                    running = true;
+                    std::this_thread::sleep_for(400ms);
+                    return key + "!";
+                  });
+  auto llm = agentkit::testing::FakeLLM::script(
+      {{.tool_calls = {{"call_1", "slow_lookup", {{"key", "k"}}, {}}}}, {.content = "found k!"}});
+  const agentkit::Agent agent("archivist", "fake", "You look things up.", agentkit::cognition::react({slow}));
+  auto ctx = agentkit::testing::make_test_ctx(
+      {.llm = llm, .executor = std::make_shared<agentkit::ThreadPoolExecutor>(2)});
+  auto handle = agent.start("Find k.", ctx);
+  const auto deadline = Clock::now() + 5s;
+  while (!running) {
+    REQUIRE(Clock::now() < deadline);
+    REQUIRE_FALSE(handle.poll());
+    handle.wait_ready(5ms);
+  }
+  REQUIRE_FALSE(handle.poll());  // the tool's batch is on the executor
+  auto t = Clock::now();
+  handle.wait_ready(30ms);  // the bound, not the tool's 400 ms
+  double waited = ms_since(t);
+  CHECK(waited >= 25);
+  CHECK(waited < 300);
+  t = Clock::now();
+  handle.wait_ready(5s);  // until the tool is done, not the bound
+  waited = ms_since(t);
+  CHECK(waited < 1000);
+  while (!handle.poll()) {
+    REQUIRE(Clock::now() < deadline);
+    handle.wait_ready(50ms);
+  }
+  REQUIRE(handle.result().stop_reason == agentkit::StopReason::answered);
+  CHECK(handle.result().output == "found k!");
 }

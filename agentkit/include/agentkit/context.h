@@ -260,6 +260,10 @@ class RunContext {
   // one has ended and its handle is gone) is dropped, with a debug line on
   // `logger`.
   void emit(Event event) const;
+  // Whether an event emitted here reaches anyone: a run's queue or an
+  // observer. When not, emit() drops it, and an emitter may skip building
+  // it (a run driven by Agent::run without an observer makes none).
+  bool observed() const noexcept { return events || observer; }
 
   // The source events emitted here carry: the one refresh_event_source()
   // cached while the four fields still match it, otherwise a new one (null

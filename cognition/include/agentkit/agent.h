@@ -2,6 +2,7 @@
 // Agent: a named model + prompt + cognition. A run is a resumable state
 // machine: run() drives it to the end, start() hands the host a RunHandle to
 // advance itself without blocking.
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -142,18 +143,36 @@ class RunHandle {
     // Blocks until poll() can make progress, or the run is cancelled; once
     // the run is done, until its end is written to its store (if durable).
     virtual void wait() = 0;
+    // Blocks up to `max` until poll() can make progress; returns at once
+    // when the run is done. The default returns at once: a driver that
+    // cannot wait leaves its host polling.
+    virtual void wait_ready(std::chrono::milliseconds max) { (void)max; }
     virtual bool done() const = 0;
     virtual const RunResult& result() const = 0;
     // Hands the result of a done run over, moved where it can be; the
     // driver is not asked for its result again.
     virtual RunResult take_result() { return result(); }
     virtual std::vector<Event> drain_events() = 0;
+    // No one will drain or observe this run's events (RunHandle::wait on a
+    // temporary handle with no observer, as Agent::run without one does):
+    // the driver may stop making them. Events a sub-run sends to the queue
+    // of the run that started it are not this run's to drop.
+    virtual void drop_events() {}
     virtual void cancel() = 0;
   };
 
   explicit RunHandle(std::unique_ptr<Driver> driver) : driver_(std::move(driver)) {}
 
   bool poll() { return driver_->poll(); }
+  // Blocks up to `max` until poll() can make progress: a reply arrived, a
+  // tool finished, a save completed. For a host thread with nothing else to
+  // do between polls (an event loop, a server's worker), so it sleeps
+  // instead of spinning on poll(). It advances nothing: call poll() after.
+  // Returns at once when the run is done.
+  //
+  //   auto handle = agent.start(task, ctx);
+  //   while (!handle.poll()) handle.wait_ready(std::chrono::milliseconds(10));
+  void wait_ready(std::chrono::milliseconds max) { driver_->wait_ready(max); }
   bool done() const { return driver_->done(); }
   std::vector<Event> drain_events() { return driver_->drain_events(); }
   // Cancels the run: the loop stops at the next poll(), work in flight is
