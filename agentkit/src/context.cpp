@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/detail/logging.h>
+#include <agentkit/trace.h>
 
 namespace agentkit {
 
@@ -146,7 +147,7 @@ RunContext RunContext::child() const {
   RunContext c = *this;
   c.depth = depth + 1;
   c.parent_span_id = span_id;
-  c.span_id = new_id("span");
+  c.span_id = trace::new_span_id();
   return c;
 }
 
@@ -211,6 +212,19 @@ std::string RunContext::new_id(std::string_view prefix) {
   id.reserve(prefix.size() + static_cast<std::size_t>(end - buf));  // one allocation
   id.append(prefix).append(buf, end);
   return id;
+}
+
+bool RunContext::continue_trace(std::string_view traceparent) {
+  auto parent = trace::parse_traceparent(traceparent);
+  if (!parent) return false;
+  trace_id = std::move(parent->trace_id);
+  parent_span_id = std::move(parent->span_id);
+  return true;
+}
+
+std::string RunContext::traceparent() const {
+  if (!trace::valid_trace_id(trace_id) || !trace::valid_span_id(span_id)) return {};
+  return trace::format_traceparent(trace_id, span_id);
 }
 
 Autonomy RunContext::gate_tier() const noexcept {

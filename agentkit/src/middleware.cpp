@@ -11,6 +11,7 @@
 #include <agentkit/errors.h>
 #include <agentkit/detail/logging.h>
 #include <agentkit/invoker.h>
+#include <agentkit/trace.h>
 
 namespace agentkit {
 
@@ -46,7 +47,7 @@ Middleware tracing() {
   return [](const ToolRequest& req, RunContext& ctx, const Next& next) {
     if (!ctx.observed()) return next(req, ctx);  // a span no one would see
     ToolSpan span{
-        .span_id = RunContext::new_id("span"), .parent_span_id = ctx.span_id, .tool = req.name, .call_id = req.call_id};
+        .span_id = trace::new_span_id(), .parent_span_id = ctx.span_id, .tool = req.name, .call_id = req.call_id};
     const auto start = Clock::now();
     const auto report = [&](CallStatus outcome) {
       span.outcome = outcome;

@@ -1,4 +1,5 @@
 #include <agentkit/run_state.h>
+#include <agentkit/trace.h>
 
 #include <algorithm>
 
@@ -89,6 +90,7 @@ Json run_state_document(const RunState& s, Json history_json) {
                {"output", s.output}};
   write_failure(doc, s.failure);
   if (s.model_settings) doc["model_settings"] = s.model_settings->to_json();
+  if (!s.trace_id.empty()) doc["trace"] = {{"trace_id", s.trace_id}, {"span_id", s.trace_span_id}};
   return doc;
 }
 
@@ -171,6 +173,13 @@ RunState RunState::from_json(const Json& j) {
         s.model_settings = ModelSettings::from_json(*settings);
       } catch (const ModelSettingsError& e) {
         throw Error(ErrorCode::invalid_argument, std::string("run state: ") + e.what());
+      }
+    }
+    if (auto trace = j.find("trace"); trace != j.end()) {
+      s.trace_id = trace->at("trace_id").get<std::string>();
+      s.trace_span_id = trace->at("span_id").get<std::string>();
+      if (!trace::valid_trace_id(s.trace_id) || !trace::valid_span_id(s.trace_span_id)) {
+        throw Error(ErrorCode::invalid_argument, "run state: trace holds an id that is not a W3C trace or span id");
       }
     }
     return s;

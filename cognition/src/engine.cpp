@@ -20,6 +20,7 @@
 #include <agentkit/session.h>
 
 #include "checkpoint_writer.h"
+#include "run_tracer.h"
 
 namespace agentkit::cognition {
 namespace {
@@ -112,6 +113,9 @@ struct CallSlot {
   ToolRequest request;
   RunContext ctx;  // the call's own: its token is a child of the run's
   ToolResult result;
+  std::string span_id;  // its execute_tool span when traced
+  // When the tool body started and returned (written before `finished`).
+  std::chrono::system_clock::time_point started_at{}, ended_at{};
   std::atomic<int> stage{not_started};  // result is written before `finished`
 
   // The one place a call starts: never once it was skipped or cancelled.
@@ -150,13 +154,12 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // The run's own token: cancel() stops this run, not the host's context.
     ctx_.cancellation = ctx_.cancellation.child();
     ctx_.correlation_id = st_.run_id;
-    if (ctx_.span_id.empty()) ctx_.span_id = RunContext::new_id("span");
+    if (ctx_.span_id.empty()) ctx_.span_id = trace::new_span_id();
     ctx_.agent_path = ctx_.agent_path.empty() ? agent_.name() : ctx_.agent_path + "/" + agent_.name();
     // A sub-run (its context carries the queue of the run that started it)
     // queues its events there, stamped as its own: the parent's host drains
     // them on its thread, and this run's own queue stays empty.
     if (!ctx_.events) ctx_.events = events_;
-    ctx_.refresh_event_source();
     parent_usage_ = std::exchange(ctx_.usage, std::make_shared<UsageMeter>());
     ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
@@ -172,6 +175,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         model_.reset();
       }
     }
+    tracer_.start(ctx_, st_, agent_, model_.get());  // before the first save: the state records the trace
+    ctx_.refresh_event_source();
     if (st_.phase == Phase::suspended) apply_decisions(decisions);
     claim();
   }
@@ -180,7 +185,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // Work on the executor holds its own shared state; nothing to join. A
     // handle dropped mid-run cancels it, so cooperative work ends soon; late
     // results are dropped (a durable run's ledger still records them).
-    if (!done_) ctx_.cancellation.cancel();
+    if (!done_) {
+      ctx_.cancellation.cancel();
+      if (!ending_) tracer_.run_abandoned();
+    }
     events_->close();  // late events of its sub-runs have no one to reach
   }
 
@@ -422,6 +430,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     model_slot_->system = std::move(next.call.system);
     const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_.prompt();
     ModelRequest request{agent_.model(), system, st_.history, tools, output_schema, settings_.get()};
+    request.traceparent = tracer_.model_started(request);
     try {
       // A model with its own non-blocking call is advanced from poll().
       if ((in_flight_ = model_->begin(request, ctx_))) return;
@@ -445,9 +454,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // The work shares the slot (its messages, tools and prompt) and the agent
     // copy (its name, prompt and output schema), never the engine.
     executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
-                      agent = agent_owner_, output_schema, settings = settings_]() mutable {
+                      agent = agent_owner_, output_schema, settings = settings_,
+                      traceparent = std::string(request.traceparent)]() mutable {
       const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
       ModelRequest request{agent->model(), system, *slot->messages, slot->tools, output_schema, settings.get()};
+      request.traceparent = traceparent;
       try {
         slot->response = model->complete(request, ctx);
       } catch (...) {
@@ -489,18 +500,22 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (slot->error) {
       cause_ = failure_of(slot->error);
       cause_->model = agent_.model();
+      Usage spent;
       try {
         std::rethrow_exception(slot->error);
       } catch (const ModelError& e) {
-        charge(e.usage());  // a failed call may still have spent tokens (a stream cut short)
+        spent = e.usage();
+        charge(spent);  // a failed call may still have spent tokens (a stream cut short)
       } catch (...) {
       }
+      tracer_.model_failed(*cause_, spent);
       return finish(StopReason::failed, "model call failed: " + cause_->message);
     }
     ModelResponse& response = slot->response;
     ++st_.iterations;
     charge(response.usage);
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
+    tracer_.model_finished(response);
     // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
     Message message = sanitize_utf8(std::move(response.message));
     message.role = Role::assistant;
@@ -596,6 +611,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       auto& slot = (*calls_)[k];
       slot.ctx = worker_context();
       slot.ctx.cancellation = ctx_.cancellation.child(deadline);
+      if (tracer_.on()) slot.ctx.span_id = slot.span_id = tracer_.tool_span_id();  // a sub-run hangs under the call
       slot.request.call_id = call.id;
       slot.request.name = call.name;
       slot.request.arguments = call.arguments;
@@ -639,11 +655,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   static void run_call(CallSlot& slot) {
     if (!slot.begin()) return;
+    slot.started_at = std::chrono::system_clock::now();
     try {
       slot.result = slot.ctx.invoker->invoke_tool(slot.request, slot.ctx);
     } catch (...) {
       slot.result = ToolResult::error(failure_text(std::current_exception()));
     }
+    slot.ended_at = std::chrono::system_clock::now();
     slot.stage.store(CallSlot::finished, std::memory_order_release);
   }
 
@@ -694,6 +712,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       std::string text = sanitize_utf8(r->model_text());
       if (ctx_.observed()) ctx_.emit(ToolCallFinished{call.id, call.name, r->status, text, {}});
+      if (tracer_.on()) {
+        // A call abandoned mid-run has no end of its own: the run's stop is it.
+        const auto ended = calls[k].ended_at == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now()
+                                                                                         : calls[k].ended_at;
+        tracer_.tool_finished(calls[k].span_id, call, calls[k].request.tool.get(), r->status, text, calls[k].started_at,
+                              ended);
+      }
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
       } else {
@@ -746,11 +771,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         if (it != decisions.end() && !it->second.message.empty()) text += " Reason: " + it->second.message;
         st_.outcomes[i] = CallOutcome{text, true, CallStatus::denied};
         ctx_.emit(ApprovalDecided{call, ApprovalVerdict::rejected, it == decisions.end() ? "" : it->second.message});
+        tracer_.approval_decided(call, ApprovalVerdict::rejected, it == decisions.end() ? "" : it->second.message);
         continue;
       }
       const bool edited = it->second.kind == Decision::Kind::edit;
       if (edited) edit_call(i, it->second.arguments);
       ctx_.emit(ApprovalDecided{st_.batch[i], edited ? ApprovalVerdict::edited : ApprovalVerdict::approved, {}});
+      tracer_.approval_decided(st_.batch[i], edited ? ApprovalVerdict::edited : ApprovalVerdict::approved, {});
       st_.approved.push_back(id);
     }
     st_.pending.clear();
@@ -838,6 +865,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       ctx_.emit(RunSuspended{s.pending});
       result_.suspended = std::move(s);
     }
+    tracer_.run_finished(st_, result_.usage);
     persist_end(abandoned);
     result_.state = std::move(st_);  // the engine is done with it; no second copy of the history
     if (writer_ && writer_->behind(end_seq_)) {
@@ -855,6 +883,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   RunState st_;
   RunContext ctx_;
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
+  RunTracer tracer_;  // the run's spans; inert without ctx.tracer
   std::shared_ptr<Model> model_;
   std::optional<Failure> model_error_;  // why the resolver gave no model
   std::optional<Failure> cause_;        // what fails the run: its code and details (finish() adds the message)

@@ -52,6 +52,7 @@ ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext& ctx) {
               std::vector<Message>(request.messages.begin(), request.messages.end()), {}};
     for (const ToolSpec* spec : request.tools) r.tools.push_back(spec->name);
     if (request.settings) r.settings = *request.settings;
+    r.traceparent = request.traceparent;
     requests_.push_back(std::move(r));
   }
   if (next_ >= turns_.size()) {
@@ -66,6 +67,8 @@ ModelResponse FakeLLM::complete(const ModelRequest& request, RunContext& ctx) {
   response.message = Message::assistant(turn.parts, turn.tool_calls);
   response.message.add_text(turn.content);
   response.usage = turn.usage;
+  response.id = "fake_" + std::to_string(call);  // as a provider names its responses
+  response.model = request.model;
   response.finish_reason = !turn.finish_reason.empty() ? turn.finish_reason
                            : turn.tool_calls.empty()    ? "stop"
                                                         : "tool_calls";

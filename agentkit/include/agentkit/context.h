@@ -25,6 +25,9 @@ class EgressAllowlist;  // <agentkit/egress.h>
 namespace state {
 class Store;  // <agentkit/state/store.h>
 }
+namespace trace {
+class SpanSink;  // <agentkit/trace.h>
+}
 
 // The tenant a run acts for. `key()` renders it for store keys and logs:
 // Scope{.org_id = 7, .domain_id = 1}.key() == "org7:dom1".
@@ -228,8 +231,27 @@ class RunContext {
   std::shared_ptr<Executor> executor;  // where model and tool calls run; inline when null
   std::shared_ptr<const EgressAllowlist> egress;  // where tools may connect; null: anywhere
   std::shared_ptr<spdlog::logger> logger;  // where library code logs; null: nowhere (never spdlog's default)
+  // The run's span (16 hex digits, set by the engine) and the span it
+  // hangs under: the span of the run, or with a tracer of the tool call,
+  // that started it; for a top-level run, the caller's (continue_trace()).
   std::string span_id;
   std::string parent_span_id;
+  // Where this run's spans go (<agentkit/trace.h>): shared by its sub-runs.
+  // Null: the run makes no spans and costs nothing for them.
+  std::shared_ptr<trace::SpanSink> tracer;
+  // The W3C trace (32 hex digits) the run's spans belong to. Empty: a run
+  // with a tracer starts a new trace; a resumed run continues the one its
+  // state records. Set it with continue_trace() to join a caller's trace.
+  std::string trace_id;
+  // Joins the trace of a W3C `traceparent` value (an incoming request's):
+  // trace_id and parent_span_id become its trace and span, so the next run
+  // started from this context hangs under the caller's span. False, and
+  // nothing changed, when the value is malformed.
+  bool continue_trace(std::string_view traceparent);
+  // The W3C `traceparent` for a request made from this context (a REST or
+  // MCP tool's, whose span_id is its execute_tool span when traced): its
+  // trace and span. Empty when the context has no trace.
+  std::string traceparent() const;
   // Set for a tool body by the end of the invoker chain: the call's key,
   // unique within its run ("<turn>/<call id>"). A sub-run derives its run id
   // from it, so a recovered parent finds the sub-run again instead of

@@ -131,12 +131,21 @@ struct ModelRequest {
   const Schema* output_schema = nullptr;
   // The run's settings (the agent's, overridden by the run's); null: none.
   const ModelSettings* settings = nullptr;
+  // The W3C `traceparent` of this call's `chat` span when the run is traced
+  // (RunContext::trace_id); empty otherwise. HTTP adapters send it as the
+  // `traceparent` header, so the provider's side joins the run's trace.
+  std::string_view traceparent;
 };
 
 struct ModelResponse {
   Message message;                   // role assistant
   Usage usage;
   std::string finish_reason = "stop";  // normalised: stop, tool_calls, length, content_filter, error
+  // The provider's id of this response and the model that produced it, as
+  // the provider reported them; empty when it did not. Traces carry them
+  // (gen_ai.response.id, gen_ai.response.model).
+  std::string id;
+  std::string model;
 };
 
 // A failed model call as the run engine sees it: a canonical code naming why
@@ -215,6 +224,10 @@ class Model {
     (void)tools;
     (void)output_schema;
   }
+  // The provider's name in the OpenTelemetry GenAI conventions
+  // (gen_ai.provider.name: "openai", "anthropic", "gcp.gemini", "ollama"),
+  // or empty for a model that is not a provider's (FakeLLM, a host's own).
+  virtual std::string_view provider() const noexcept { return {}; }
 };
 
 // Resolves an agent's model name to a model.

@@ -86,6 +86,14 @@ struct RunState {
   // and recover() take no RunOptions. Optional in the document ("model_settings",
   // written only when set), so v3 documents without it still load.
   std::optional<ModelSettings> model_settings;
+  // The trace the run's spans belong to and the span of its first
+  // invoke_agent (W3C hex ids), set when a traced run starts; a resumed run
+  // hangs its new invoke_agent span under that one, in the same trace,
+  // whichever process resumes it. Optional in the document ("trace", an
+  // object with "trace_id" and "span_id", written only when set); a
+  // malformed id is refused like any malformed field.
+  std::string trace_id;
+  std::string trace_span_id;
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;

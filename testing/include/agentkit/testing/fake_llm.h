@@ -50,6 +50,7 @@ class FakeLLM final : public Model {
     std::vector<Message> messages;
     std::vector<std::string> tools;  // advertised tool names, in order
     ModelSettings settings;          // ModelRequest::settings (empty when null)
+    std::string traceparent;         // ModelRequest::traceparent: set when the run is traced
 
     // Every part of type P in `messages`, oldest first: images() shows
     // whether a camera frame reached the model.

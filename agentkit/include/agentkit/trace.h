@@ -1,0 +1,99 @@
+#pragma once
+// Traces of what a run did: the spans a run ends, in the OpenTelemetry GenAI
+// semantic conventions (v1.41.0, `gen_ai_latest_experimental`), and the sink
+// they go to. A run makes spans only when its context has a sink
+// (RunContext::tracer); an OTLP exporter is one
+// (<agentkit/providers/otlp.h>), testing::SpanRecorder another.
+//
+// A run's spans:
+//   invoke_agent {agent}   the run (a resumed run: a new one in the same trace)
+//     chat {model}         each model call (CLIENT)
+//     execute_tool {tool}  each tool call; a sub-run started by the tool
+//                          hangs under it
+//
+// Example:
+//   auto recorder = std::make_shared<agentkit::testing::SpanRecorder>();
+//   ctx.tracer = recorder;
+//   ctx.continue_trace(request_headers["traceparent"]);  // optional
+//   agent.run("...", ctx);
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace agentkit::trace {
+
+// W3C Trace Context ids, lowercase hex: 32 digits for a trace, 16 for a
+// span, never all zeros. Random (64 random bits per process, drawn again in
+// a forked child, mixed with a counter): unique without a lock.
+std::string new_trace_id();
+std::string new_span_id();
+bool valid_trace_id(std::string_view id) noexcept;
+bool valid_span_id(std::string_view id) noexcept;
+
+// A `traceparent` header's fields.
+struct TraceParent {
+  std::string trace_id;
+  std::string span_id;  // the caller's span: the parent of what comes next
+  bool sampled = true;
+};
+// Parses a W3C `traceparent` value ("00-<trace id>-<span id>-<flags>"; a
+// later version is read by those four fields, as the standard asks).
+// nullopt when it is malformed, version ff, or an id is all zeros.
+std::optional<TraceParent> parse_traceparent(std::string_view value) noexcept;
+// "00-<trace id>-<span id>-01" (or -00 when not sampled).
+std::string format_traceparent(std::string_view trace_id, std::string_view span_id, bool sampled = true);
+
+using AttributeValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::string>>;
+struct Attribute {
+  std::string key;
+  AttributeValue value;
+};
+
+enum class SpanKind { internal, client, server };
+enum class SpanStatus { unset, ok, error };
+
+// Something that happened at one instant within a span (an approval the
+// call waits for, a decision applied).
+struct SpanEvent {
+  std::string name;
+  std::chrono::system_clock::time_point time{};
+  std::vector<Attribute> attributes;
+};
+
+// An ended span, as the sink receives it.
+struct Span {
+  std::string trace_id;        // 32 hex digits
+  std::string span_id;         // 16 hex digits
+  std::string parent_span_id;  // empty for a root span
+  std::string name;            // "chat gpt-4o", "execute_tool refund", ...
+  SpanKind kind = SpanKind::internal;
+  std::chrono::system_clock::time_point start{};
+  std::chrono::system_clock::time_point end{};
+  std::vector<Attribute> attributes;
+  std::vector<SpanEvent> events;
+  SpanStatus status = SpanStatus::unset;
+  std::string status_message;  // set only with SpanStatus::error
+
+  // The attribute named `key`, or null.
+  const AttributeValue* attribute(std::string_view key) const noexcept;
+};
+
+// Where a run's ended spans go. on_end() is called on whichever thread ends
+// the span (a host's poll(), a worker); it must not block: queue and return.
+// Shared by every run of a context (and its sub-runs), so it must be
+// thread-safe.
+class SpanSink {
+ public:
+  virtual ~SpanSink() = default;
+  virtual void on_end(Span span) = 0;
+  // Whether spans carry message content (gen_ai.input.messages,
+  // gen_ai.output.messages, gen_ai.system_instructions, tool arguments and
+  // results). Off unless the host opts in: content may be personal data.
+  virtual bool capture_content() const noexcept { return false; }
+};
+
+}  // namespace agentkit::trace

@@ -1,0 +1,249 @@
+#include "run_tracer.h"
+
+#include <agentkit/json.h>
+#include <agentkit/tool.h>
+
+namespace agentkit::cognition {
+namespace {
+
+using trace::Attribute;
+using trace::Span;
+
+void add(Span& span, std::string key, trace::AttributeValue value) {
+  span.attributes.push_back(Attribute{std::move(key), std::move(value)});
+}
+
+// The model's own name: "openai/gpt-4o@http://host" -> "gpt-4o" for a
+// provider's model; a model of no provider keeps the agent's name for it.
+std::string request_model(std::string_view name, std::string_view provider) {
+  if (provider.empty()) return std::string(name);
+  if (auto slash = name.find('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  if (auto at = name.find('@'); at != std::string_view::npos) name = name.substr(0, at);
+  return std::string(name);
+}
+
+// One message in the conventions' content shape ({"role", "parts"}):
+// binary parts by their media type and size, never their bytes.
+Json message_json(const Message& m) {
+  Json parts = Json::array();
+  for (const auto& part : m.content) {
+    if (const auto* text = std::get_if<TextPart>(&part)) {
+      if (m.role == Role::tool) {
+        parts.push_back({{"type", "tool_call_response"}, {"id", m.tool_call_id}, {"response", text->text}});
+      } else {
+        parts.push_back({{"type", "text"}, {"content", text->text}});
+      }
+    } else if (const auto* reasoning = std::get_if<ReasoningPart>(&part)) {
+      parts.push_back({{"type", "reasoning"}, {"content", reasoning->text}});
+    } else if (const auto* refusal = std::get_if<RefusalPart>(&part)) {
+      parts.push_back({{"type", "refusal"}, {"content", refusal->text}});
+    } else {
+      parts.push_back({{"type", "blob"}, {"content", describe(part)}});
+    }
+  }
+  for (const auto& call : m.tool_calls) {
+    parts.push_back({{"type", "tool_call"},
+                     {"id", call.id},
+                     {"name", call.name},
+                     {"arguments", call.arguments_text.empty() ? call.arguments : Json(call.arguments_text)}});
+  }
+  static constexpr std::string_view roles[] = {"system", "user", "assistant", "tool"};
+  return {{"role", roles[static_cast<int>(m.role)]}, {"parts", std::move(parts)}};
+}
+
+void add_usage(Span& span, const Usage& usage) {
+  add(span, "gen_ai.usage.input_tokens", usage.input_tokens);
+  add(span, "gen_ai.usage.output_tokens", usage.output_tokens);
+  if (usage.cached_tokens) add(span, "gen_ai.usage.cache_read.input_tokens", usage.cached_tokens);
+}
+
+void fail(Span& span, const Failure& failure) {
+  add(span, "error.type", std::string(to_string(failure.code)));
+  span.status = trace::SpanStatus::error;
+  span.status_message = failure.message;
+}
+
+}  // namespace
+
+Span RunTracer::open(std::string name, trace::SpanKind kind, std::string parent) const {
+  Span span;
+  span.trace_id = trace_id_;
+  span.span_id = trace::new_span_id();
+  span.parent_span_id = std::move(parent);
+  span.name = std::move(name);
+  span.kind = kind;
+  span.start = Clock::now();
+  return span;
+}
+
+void RunTracer::start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model) {
+  if (!ctx.tracer) return;
+  sink_ = ctx.tracer;
+  content_ = sink_->capture_content();
+  std::string parent = ctx.parent_span_id;
+  if (!state.trace_id.empty()) {
+    // A resumed (or recovered) run: the trace its first part began.
+    trace_id_ = state.trace_id;
+    parent = state.trace_span_id;
+  } else {
+    trace_id_ = trace::valid_trace_id(ctx.trace_id) ? ctx.trace_id : trace::new_trace_id();
+    if (!trace::valid_span_id(parent)) parent.clear();  // a parent of another trace is no parent
+  }
+  ctx.trace_id = trace_id_;
+  run_ = open("invoke_agent " + agent.name(), trace::SpanKind::internal, std::move(parent));
+  ctx.span_id = run_.span_id;
+  if (state.trace_id.empty()) {
+    state.trace_id = trace_id_;
+    state.trace_span_id = run_.span_id;
+  }
+  if (model) provider_ = model->provider();
+  request_model_ = request_model(agent.model(), provider_);
+  add(run_, "gen_ai.operation.name", std::string("invoke_agent"));
+  add(run_, "gen_ai.agent.name", agent.name());
+  add(run_, "gen_ai.conversation.id", state.session.empty() ? state.run_id : state.session);
+  if (!provider_.empty()) add(run_, "gen_ai.provider.name", provider_);
+  add(run_, "gen_ai.request.model", request_model_);
+  add(run_, "agentkit.run.id", state.run_id);
+  add(run_, "agentkit.agent.path", ctx.agent_path);
+  if (state.iterations > 0 || state.phase != Phase::ask_model) add(run_, "agentkit.run.resumed", true);
+  if (content_ && !agent.prompt().empty()) {
+    add(run_, "gen_ai.system_instructions",
+        Json::array({{{"type", "text"}, {"content", agent.prompt()}}}).dump(-1, ' ', false, Json::error_handler_t::replace));
+  }
+}
+
+std::string_view RunTracer::model_started(const ModelRequest& request) {
+  if (!sink_) return {};
+  Span span = open("chat " + request_model_, trace::SpanKind::client, run_.span_id);
+  add(span, "gen_ai.operation.name", std::string("chat"));
+  if (!provider_.empty()) add(span, "gen_ai.provider.name", provider_);
+  add(span, "gen_ai.request.model", request_model_);
+  if (const ModelSettings* s = request.settings) {
+    if (s->temperature) add(span, "gen_ai.request.temperature", *s->temperature);
+    if (s->top_p) add(span, "gen_ai.request.top_p", *s->top_p);
+    if (s->max_output_tokens) add(span, "gen_ai.request.max_tokens", std::int64_t{*s->max_output_tokens});
+    if (s->seed) add(span, "gen_ai.request.seed", std::int64_t{*s->seed});
+    if (s->stop && !s->stop->empty()) add(span, "gen_ai.request.stop_sequences", *s->stop);
+  }
+  if (content_) {
+    Json messages = Json::array();
+    for (const Message& m : request.messages) messages.push_back(message_json(m));
+    add(span, "gen_ai.input.messages", messages.dump(-1, ' ', false, Json::error_handler_t::replace));
+    if (!request.system.empty()) {
+      add(span, "gen_ai.system_instructions",
+          Json::array({{{"type", "text"}, {"content", request.system}}})
+              .dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
+  }
+  chat_traceparent_ = trace::format_traceparent(trace_id_, span.span_id);
+  chat_ = std::move(span);
+  return chat_traceparent_;
+}
+
+void RunTracer::model_finished(const ModelResponse& response) {
+  if (!chat_) return;
+  Span& span = *chat_;
+  span.end = Clock::now();
+  if (!response.id.empty()) add(span, "gen_ai.response.id", response.id);
+  if (!response.model.empty()) add(span, "gen_ai.response.model", response.model);
+  add(span, "gen_ai.response.finish_reasons", std::vector<std::string>{response.finish_reason});
+  add_usage(span, response.usage);
+  if (content_) {
+    Json out = message_json(response.message);
+    out["role"] = "assistant";
+    out["finish_reason"] = response.finish_reason;
+    add(span, "gen_ai.output.messages",
+        Json::array({std::move(out)}).dump(-1, ' ', false, Json::error_handler_t::replace));
+  }
+  sink_->on_end(std::move(span));
+  chat_.reset();
+}
+
+void RunTracer::model_failed(const Failure& failure, const Usage& usage) {
+  if (!chat_) return;
+  Span& span = *chat_;
+  span.end = Clock::now();
+  if (usage.total() > 0) add_usage(span, usage);
+  fail(span, failure);
+  sink_->on_end(std::move(span));
+  chat_.reset();
+}
+
+std::string RunTracer::tool_span_id() const { return sink_ ? trace::new_span_id() : std::string(); }
+
+void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
+                              std::string_view text, Clock::time_point start, Clock::time_point end) {
+  if (!sink_) return;
+  Span span;
+  span.trace_id = trace_id_;
+  span.span_id = span_id.empty() ? trace::new_span_id() : std::move(span_id);
+  span.parent_span_id = run_.span_id;
+  span.name = "execute_tool " + call.name;
+  span.start = start;
+  span.end = end < start ? start : end;
+  add(span, "gen_ai.operation.name", std::string("execute_tool"));
+  add(span, "gen_ai.tool.name", call.name);
+  add(span, "gen_ai.tool.call.id", call.id);
+  add(span, "gen_ai.tool.type", std::string("function"));
+  if (tool && !tool->description().empty()) add(span, "gen_ai.tool.description", tool->description());
+  add(span, "agentkit.tool.outcome", std::string(to_string(outcome)));
+  if (auto it = decided_.find(call.id); it != decided_.end()) {
+    span.events.push_back(std::move(it->second));
+    decided_.erase(it);
+  }
+  switch (outcome) {
+    case CallStatus::ok:
+      break;
+    case CallStatus::awaiting_approval:
+      span.events.push_back(trace::SpanEvent{"agentkit.approval.requested", end, {}});
+      break;
+    default:
+      add(span, "error.type", std::string(to_string(outcome)));
+      span.status = trace::SpanStatus::error;
+      span.status_message = std::string(text.substr(0, 256));
+  }
+  if (content_) {
+    add(span, "gen_ai.tool.call.arguments",
+        call.arguments.dump(-1, ' ', false, Json::error_handler_t::replace));
+    add(span, "gen_ai.tool.call.result", std::string(text));
+  }
+  sink_->on_end(std::move(span));
+}
+
+void RunTracer::approval_decided(const ToolCall& call, ApprovalVerdict verdict, std::string_view reason) {
+  if (!sink_) return;
+  trace::SpanEvent event{"agentkit.approval.decided", Clock::now(), {}};
+  event.attributes.push_back(Attribute{"agentkit.approval.decision", std::string(to_string(verdict))});
+  if (!reason.empty() && content_) event.attributes.push_back(Attribute{"agentkit.approval.reason", std::string(reason)});
+  if (verdict == ApprovalVerdict::rejected) {
+    const auto at = event.time;
+    decided_.insert_or_assign(call.id, std::move(event));
+    tool_finished({}, call, nullptr, CallStatus::denied, "rejected by a human reviewer", at, at);
+    return;
+  }
+  decided_.insert_or_assign(call.id, std::move(event));
+}
+
+void RunTracer::run_finished(const RunState& state, const Usage& usage) {
+  if (!sink_) return;
+  if (chat_) model_failed(Failure{.code = ErrorCode::cancelled, .message = "the run ended during the call"}, {});
+  run_.end = Clock::now();
+  add(run_, "agentkit.run.stop_reason", std::string(to_string(state.stop_reason)));
+  add_usage(run_, usage);
+  if (state.failure && state.stop_reason != StopReason::answered && state.stop_reason != StopReason::suspended) {
+    fail(run_, *state.failure);
+  }
+  sink_->on_end(std::move(run_));
+  sink_.reset();  // once
+}
+
+void RunTracer::run_abandoned() {
+  if (!sink_) return;
+  if (chat_) model_failed(Failure{.code = ErrorCode::cancelled, .message = "the run ended during the call"}, {});
+  run_.end = Clock::now();
+  fail(run_, Failure{.code = ErrorCode::cancelled, .message = "the run's handle was dropped before it ended"});
+  sink_->on_end(std::move(run_));
+  sink_.reset();
+}
+
+}  // namespace agentkit::cognition

@@ -1,0 +1,68 @@
+#pragma once
+// The spans of one run, in the OpenTelemetry GenAI semantic conventions
+// (v1.41.0): invoke_agent for the run, chat per model call, execute_tool per
+// tool call. The engine calls it at each step; without a sink (the context
+// has no tracer) every call returns at once and nothing is built.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <agentkit/agent.h>
+#include <agentkit/context.h>
+#include <agentkit/run_state.h>
+#include <agentkit/trace.h>
+
+namespace agentkit::cognition {
+
+class RunTracer {
+ public:
+  using Clock = std::chrono::system_clock;
+
+  // Opens the run's invoke_agent span. A traced run's trace comes from its
+  // state (a resumed run), else the context (a caller's traceparent, a
+  // parent run), else a new one; the state records it. Sets ctx.trace_id
+  // and ctx.span_id.
+  void start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model);
+  bool on() const noexcept { return sink_ != nullptr; }
+
+  // Opens a chat span; returns the traceparent the call's request carries
+  // (empty when not traced). Valid until the call ends.
+  std::string_view model_started(const ModelRequest& request);
+  void model_finished(const ModelResponse& response);
+  void model_failed(const Failure& failure, const Usage& usage);
+
+  // A new execute_tool span id for a call about to start ("" when not
+  // traced): a sub-run the tool starts hangs under it.
+  std::string tool_span_id() const;
+  // Ends the call's execute_tool span. `decided`: an approval decision
+  // applied as the run resumed is added as an event.
+  void tool_finished(std::string span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
+                     std::string_view text, Clock::time_point start, Clock::time_point end);
+  // A human's decision on a call, applied as the run resumes: an event on
+  // the call's next execute_tool span (a rejected call gets a span of its
+  // own, ended at once: it never runs).
+  void approval_decided(const ToolCall& call, ApprovalVerdict verdict, std::string_view reason);
+
+  // Ends the invoke_agent span.
+  void run_finished(const RunState& state, const Usage& usage);
+  // Ends it for a run whose handle was dropped before it finished.
+  void run_abandoned();
+
+ private:
+  trace::Span open(std::string name, trace::SpanKind kind, std::string parent) const;
+
+  std::shared_ptr<trace::SpanSink> sink_;
+  bool content_ = false;
+  std::string trace_id_;
+  trace::Span run_;
+  std::optional<trace::Span> chat_;
+  std::string chat_traceparent_;
+  std::string provider_;
+  std::string request_model_;
+  // Decisions awaiting their call's span: call id -> the event.
+  std::map<std::string, trace::SpanEvent> decided_;
+};
+
+}  // namespace agentkit::cognition
