@@ -8,12 +8,17 @@
 //
 // Run: ./build/examples/example_03_refund_approval
 // (it starts its second half itself: example_03_refund_approval resume DB RUN_ID)
+//
+// Traced: with OTEL_EXPORTER_OTLP_ENDPOINT set to a collector (for example
+// http://localhost:4318), both processes send the run's spans there over
+// OTLP/HTTP: one trace, the resumed part under the part that suspended.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -22,6 +27,7 @@
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/providers/otlp.h>
 #include <agentkit/state/sqlite_store.h>
 
 extern char** environ;
@@ -74,12 +80,15 @@ agentkit::Agent support_agent() {
                          agentkit::cognition::react({lookup_order, refund}));
 }
 
-// Everything a process needs to continue a run: the store and the model.
+// Everything a process needs to continue a run: the store and the model;
+// and, when a collector is named, an exporter for its spans (sent when the
+// last copy of the context ends, at the latest).
 agentkit::RunContext durable_context(const std::string& db) {
   agentkit::RunContext ctx;
   ctx.store = std::make_shared<agentkit::state::SqliteStore>(db);
   auto model = std::make_shared<SupportModel>();
   ctx.models = [model](std::string_view) { return model; };
+  if (std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) ctx.tracer = agentkit::providers::make_otlp_exporter_from_env();
   return ctx;
 }
 

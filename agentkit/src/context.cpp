@@ -223,8 +223,9 @@ bool RunContext::continue_trace(std::string_view traceparent) {
 }
 
 std::string RunContext::traceparent() const {
-  if (!trace::valid_trace_id(trace_id) || !trace::valid_span_id(span_id)) return {};
-  return trace::format_traceparent(trace_id, span_id);
+  const std::string& span = call_span_id.empty() ? span_id : call_span_id;
+  if (!trace::valid_trace_id(trace_id) || !trace::valid_span_id(span)) return {};
+  return trace::format_traceparent(trace_id, span);
 }
 
 Autonomy RunContext::gate_tier() const noexcept {

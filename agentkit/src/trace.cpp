@@ -5,6 +5,8 @@
 #include <atomic>
 #include <random>
 
+#include <agentkit/error.h>
+
 namespace agentkit::trace {
 namespace {
 
@@ -111,6 +113,105 @@ const AttributeValue* Span::attribute(std::string_view key) const noexcept {
     if (a.key == key) return &a.value;
   }
   return nullptr;
+}
+
+namespace {
+
+constexpr std::string_view kKinds[] = {"internal", "client", "server"};
+constexpr std::string_view kStatuses[] = {"unset", "ok", "error"};
+
+std::int64_t micros(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+std::chrono::system_clock::time_point from_micros(const Json& j, const char* key) {
+  return std::chrono::system_clock::time_point(std::chrono::microseconds(j.at(key).get<std::int64_t>()));
+}
+
+Json attributes_json(const std::vector<Attribute>& attributes) {
+  Json out = Json::object();
+  for (const auto& a : attributes) {
+    std::visit([&](const auto& v) { out[a.key] = v; }, a.value);
+  }
+  return out;
+}
+
+std::vector<Attribute> attributes_from(const Json& j) {
+  std::vector<Attribute> out;
+  for (const auto& [key, v] : j.items()) {
+    AttributeValue value;
+    if (v.is_boolean()) {
+      value = v.get<bool>();
+    } else if (v.is_number_integer()) {
+      value = v.get<std::int64_t>();
+    } else if (v.is_number_float()) {
+      value = v.get<double>();
+    } else if (v.is_string()) {
+      value = v.get<std::string>();
+    } else if (v.is_array()) {
+      value = v.get<std::vector<std::string>>();
+    } else {
+      throw Error(ErrorCode::invalid_argument, "span: attribute '" + key + "' is not a bool, number, string or string array");
+    }
+    out.push_back(Attribute{key, std::move(value)});
+  }
+  return out;
+}
+
+template <class E, std::size_t N>
+E enum_from(const Json& j, const char* key, const std::string_view (&names)[N]) {
+  const std::string name = j.at(key).get<std::string>();
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  throw Error(ErrorCode::invalid_argument, std::string("span: unknown ") + key + " '" + name + "'");
+}
+
+}  // namespace
+
+Json to_json(const Span& span) {
+  Json events = Json::array();
+  for (const auto& e : span.events) {
+    events.push_back({{"name", e.name}, {"time_us", micros(e.time)}, {"attributes", attributes_json(e.attributes)}});
+  }
+  Json j = {{"trace_id", span.trace_id},
+            {"span_id", span.span_id},
+            {"parent_span_id", span.parent_span_id},
+            {"name", span.name},
+            {"kind", kKinds[static_cast<int>(span.kind)]},
+            {"start_us", micros(span.start)},
+            {"end_us", micros(span.end)},
+            {"attributes", attributes_json(span.attributes)},
+            {"events", std::move(events)},
+            {"status", kStatuses[static_cast<int>(span.status)]}};
+  if (!span.status_message.empty()) j["status_message"] = span.status_message;
+  return j;
+}
+
+Span span_from_json(const Json& j) {
+  try {
+    Span span;
+    span.trace_id = j.at("trace_id").get<std::string>();
+    span.span_id = j.at("span_id").get<std::string>();
+    span.parent_span_id = j.at("parent_span_id").get<std::string>();
+    if (!valid_trace_id(span.trace_id) || !valid_span_id(span.span_id) ||
+        (!span.parent_span_id.empty() && !valid_span_id(span.parent_span_id))) {
+      throw Error(ErrorCode::invalid_argument, "span: an id is not a W3C trace or span id");
+    }
+    span.name = j.at("name").get<std::string>();
+    span.kind = enum_from<SpanKind>(j, "kind", kKinds);
+    span.start = from_micros(j, "start_us");
+    span.end = from_micros(j, "end_us");
+    span.attributes = attributes_from(j.at("attributes"));
+    for (const auto& e : j.at("events")) {
+      span.events.push_back(SpanEvent{e.at("name").get<std::string>(), from_micros(e, "time_us"),
+                                      attributes_from(e.at("attributes"))});
+    }
+    span.status = enum_from<SpanStatus>(j, "status", kStatuses);
+    span.status_message = j.value("status_message", std::string());
+    return span;
+  } catch (const Json::exception& e) {
+    throw Error(ErrorCode::invalid_argument, std::string("span: malformed: ") + e.what());
+  }
 }
 
 }  // namespace agentkit::trace

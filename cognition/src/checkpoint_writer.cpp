@@ -147,7 +147,7 @@ class StoreWriter {
     for (auto& m : job.save.appended) history.push_back(std::move(m));
     state.history = std::move(history);
     try {
-      if (!lane.checkpoint->save(state)) {
+      if (!lane.checkpoint->save(state, job.save.spans)) {
         problem = "run '" + state.run_id + "' was taken over by another process; this one stopped advancing it";
         code = ErrorCode::aborted;
       }

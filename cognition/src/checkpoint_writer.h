@@ -12,6 +12,7 @@
 
 #include <agentkit/agent.h>
 #include <agentkit/error.h>
+#include <agentkit/trace.h>
 
 namespace agentkit::state {
 class Store;
@@ -46,6 +47,7 @@ class CheckpointWriter {
     RunState state;               // history left empty
     std::size_t from = 0;         // the history's length before `appended`
     std::vector<Message> appended;
+    std::vector<trace::Span> spans;  // ended since the last save; written first
   };
 
   // `store`: the store `checkpoint` writes to, which picks the thread (null:

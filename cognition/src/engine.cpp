@@ -175,7 +175,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         model_.reset();
       }
     }
-    tracer_.start(ctx_, st_, agent_, model_.get());  // before the first save: the state records the trace
+    tracer_.start(ctx_, st_, agent_, model_.get(), checkpoint_ != nullptr);  // before the first save: the state records the trace
     ctx_.refresh_event_source();
     if (st_.phase == Phase::suspended) apply_decisions(decisions);
     claim();
@@ -321,6 +321,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     save.from = sent_;
     save.appended.assign(st_.history.begin() + static_cast<std::ptrdiff_t>(sent_), st_.history.end());
     sent_ = st_.history.size();
+    save.spans = tracer_.take_stored();
     return save;
   }
 
@@ -513,9 +514,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     }
     ModelResponse& response = slot->response;
     ++st_.iterations;
+    const double cost_before = st_.cost_usd;
     charge(response.usage);
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
-    tracer_.model_finished(response);
+    tracer_.model_finished(response, agent_.options().pricing ? std::optional(st_.cost_usd - cost_before) : std::nullopt);
     // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
     Message message = sanitize_utf8(std::move(response.message));
     message.role = Role::assistant;
@@ -611,7 +613,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       auto& slot = (*calls_)[k];
       slot.ctx = worker_context();
       slot.ctx.cancellation = ctx_.cancellation.child(deadline);
-      if (tracer_.on()) slot.ctx.span_id = slot.span_id = tracer_.tool_span_id();  // a sub-run hangs under the call
+      if (tracer_.on()) slot.ctx.call_span_id = slot.span_id = tracer_.tool_span_id();  // a sub-run hangs under the call
       slot.request.call_id = call.id;
       slot.request.name = call.name;
       slot.request.arguments = call.arguments;

@@ -76,11 +76,26 @@ Span RunTracer::open(std::string name, trace::SpanKind kind, std::string parent)
   return span;
 }
 
-void RunTracer::start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model) {
-  if (!ctx.tracer) return;
+void RunTracer::end(Span&& span) {
+  if (durable_) {
+    if (sink_) {
+      stored_.push_back(span);
+    } else {
+      stored_.push_back(std::move(span));
+      return;
+    }
+  }
+  sink_->on_end(std::move(span));
+}
+
+void RunTracer::start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model, bool durable) {
+  if (!ctx.tracer && !durable) return;
   sink_ = ctx.tracer;
-  content_ = sink_->capture_content();
-  std::string parent = ctx.parent_span_id;
+  durable_ = durable;
+  content_ = sink_ && sink_->capture_content();
+  // A sub-run's trace parent is the call that started it; its events' is the run.
+  std::string parent = std::exchange(ctx.call_span_id, {});
+  if (parent.empty()) parent = ctx.parent_span_id;
   if (!state.trace_id.empty()) {
     // A resumed (or recovered) run: the trace its first part began.
     trace_id_ = state.trace_id;
@@ -113,7 +128,7 @@ void RunTracer::start(RunContext& ctx, RunState& state, const Agent& agent, cons
 }
 
 std::string_view RunTracer::model_started(const ModelRequest& request) {
-  if (!sink_) return {};
+  if (!on()) return {};
   Span span = open("chat " + request_model_, trace::SpanKind::client, run_.span_id);
   add(span, "gen_ai.operation.name", std::string("chat"));
   if (!provider_.empty()) add(span, "gen_ai.provider.name", provider_);
@@ -140,7 +155,7 @@ std::string_view RunTracer::model_started(const ModelRequest& request) {
   return chat_traceparent_;
 }
 
-void RunTracer::model_finished(const ModelResponse& response) {
+void RunTracer::model_finished(const ModelResponse& response, std::optional<double> cost_usd) {
   if (!chat_) return;
   Span& span = *chat_;
   span.end = Clock::now();
@@ -148,6 +163,7 @@ void RunTracer::model_finished(const ModelResponse& response) {
   if (!response.model.empty()) add(span, "gen_ai.response.model", response.model);
   add(span, "gen_ai.response.finish_reasons", std::vector<std::string>{response.finish_reason});
   add_usage(span, response.usage);
+  if (cost_usd) add(span, "agentkit.usage.cost_usd", *cost_usd);
   if (content_) {
     Json out = message_json(response.message);
     out["role"] = "assistant";
@@ -155,7 +171,7 @@ void RunTracer::model_finished(const ModelResponse& response) {
     add(span, "gen_ai.output.messages",
         Json::array({std::move(out)}).dump(-1, ' ', false, Json::error_handler_t::replace));
   }
-  sink_->on_end(std::move(span));
+  end(std::move(span));
   chat_.reset();
 }
 
@@ -165,22 +181,22 @@ void RunTracer::model_failed(const Failure& failure, const Usage& usage) {
   span.end = Clock::now();
   if (usage.total() > 0) add_usage(span, usage);
   fail(span, failure);
-  sink_->on_end(std::move(span));
+  end(std::move(span));
   chat_.reset();
 }
 
-std::string RunTracer::tool_span_id() const { return sink_ ? trace::new_span_id() : std::string(); }
+std::string RunTracer::tool_span_id() const { return on() ? trace::new_span_id() : std::string(); }
 
 void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
                               std::string_view text, Clock::time_point start, Clock::time_point end) {
-  if (!sink_) return;
+  if (!on()) return;
   Span span;
   span.trace_id = trace_id_;
   span.span_id = span_id.empty() ? trace::new_span_id() : std::move(span_id);
   span.parent_span_id = run_.span_id;
   span.name = "execute_tool " + call.name;
-  span.start = start;
-  span.end = end < start ? start : end;
+  span.start = start == Clock::time_point{} ? end : start;  // never started (a rejected call): an instant
+  span.end = end < span.start ? span.start : end;
   add(span, "gen_ai.operation.name", std::string("execute_tool"));
   add(span, "gen_ai.tool.name", call.name);
   add(span, "gen_ai.tool.call.id", call.id);
@@ -207,11 +223,11 @@ void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const T
         call.arguments.dump(-1, ' ', false, Json::error_handler_t::replace));
     add(span, "gen_ai.tool.call.result", std::string(text));
   }
-  sink_->on_end(std::move(span));
+  this->end(std::move(span));
 }
 
 void RunTracer::approval_decided(const ToolCall& call, ApprovalVerdict verdict, std::string_view reason) {
-  if (!sink_) return;
+  if (!on()) return;
   trace::SpanEvent event{"agentkit.approval.decided", Clock::now(), {}};
   event.attributes.push_back(Attribute{"agentkit.approval.decision", std::string(to_string(verdict))});
   if (!reason.empty() && content_) event.attributes.push_back(Attribute{"agentkit.approval.reason", std::string(reason)});
@@ -225,25 +241,26 @@ void RunTracer::approval_decided(const ToolCall& call, ApprovalVerdict verdict, 
 }
 
 void RunTracer::run_finished(const RunState& state, const Usage& usage) {
-  if (!sink_) return;
-  if (chat_) model_failed(Failure{.code = ErrorCode::cancelled, .message = "the run ended during the call"}, {});
-  run_.end = Clock::now();
+  if (!on() || ended_) return;
   add(run_, "agentkit.run.stop_reason", std::string(to_string(state.stop_reason)));
   add_usage(run_, usage);
-  if (state.failure && state.stop_reason != StopReason::answered && state.stop_reason != StopReason::suspended) {
-    fail(run_, *state.failure);
-  }
-  sink_->on_end(std::move(run_));
-  sink_.reset();  // once
+  if (state.cost_usd > 0) add(run_, "agentkit.usage.cost_usd", state.cost_usd);
+  std::optional<Failure> failure;
+  if (state.stop_reason != StopReason::answered && state.stop_reason != StopReason::suspended) failure = state.failure;
+  end_run(failure);
 }
 
 void RunTracer::run_abandoned() {
-  if (!sink_) return;
+  if (!on() || ended_) return;
+  end_run(Failure{.code = ErrorCode::cancelled, .message = "the run's handle was dropped before it ended"});
+}
+
+void RunTracer::end_run(const std::optional<Failure>& failure) {
   if (chat_) model_failed(Failure{.code = ErrorCode::cancelled, .message = "the run ended during the call"}, {});
   run_.end = Clock::now();
-  fail(run_, Failure{.code = ErrorCode::cancelled, .message = "the run's handle was dropped before it ended"});
-  sink_->on_end(std::move(run_));
-  sink_.reset();
+  if (failure) fail(run_, *failure);
+  ended_ = true;
+  end(std::move(run_));
 }
 
 }  // namespace agentkit::cognition

@@ -1,13 +1,17 @@
 #pragma once
 // The spans of one run, in the OpenTelemetry GenAI semantic conventions
 // (v1.41.0): invoke_agent for the run, chat per model call, execute_tool per
-// tool call. The engine calls it at each step; without a sink (the context
-// has no tracer) every call returns at once and nothing is built.
+// tool call. They go to the context's sink (RunContext::tracer) and, for a
+// durable run, to the store with its checkpoints (take_stored()): they are
+// the run's record for `agentkit show`. A run with neither builds nothing:
+// every call returns at once.
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <agentkit/agent.h>
 #include <agentkit/context.h>
@@ -24,13 +28,16 @@ class RunTracer {
   // state (a resumed run), else the context (a caller's traceparent, a
   // parent run), else a new one; the state records it. Sets ctx.trace_id
   // and ctx.span_id.
-  void start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model);
-  bool on() const noexcept { return sink_ != nullptr; }
+  void start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model, bool durable);
+  bool on() const noexcept { return sink_ != nullptr || durable_; }
+  // The spans ended since the last call, for the run's next checkpoint.
+  std::vector<trace::Span> take_stored() { return std::exchange(stored_, {}); }
 
   // Opens a chat span; returns the traceparent the call's request carries
   // (empty when not traced). Valid until the call ends.
   std::string_view model_started(const ModelRequest& request);
-  void model_finished(const ModelResponse& response);
+  // `cost_usd`: the call's cost under the agent's pricing, if it has one.
+  void model_finished(const ModelResponse& response, std::optional<double> cost_usd);
   void model_failed(const Failure& failure, const Usage& usage);
 
   // A new execute_tool span id for a call about to start ("" when not
@@ -52,8 +59,13 @@ class RunTracer {
 
  private:
   trace::Span open(std::string name, trace::SpanKind kind, std::string parent) const;
+  void end(trace::Span&& span);
+  void end_run(const std::optional<Failure>& failure);
 
   std::shared_ptr<trace::SpanSink> sink_;
+  bool durable_ = false;     // spans also go to stored_
+  bool ended_ = false;       // the invoke_agent span has ended
+  std::vector<trace::Span> stored_;
   bool content_ = false;
   std::string trace_id_;
   trace::Span run_;

@@ -403,6 +403,8 @@ ModelResponse anthropic_response(const Json& body) {
     }
     out.finish_reason = anthropic_stop_reason(text_of(body.value("stop_reason", Json())));
     out.usage = usage_of(body.value("usage", Json()));
+    out.id = text_of(body.value("id", Json()));
+    out.model = text_of(body.value("model", Json()));
     return out;
   });
 }
@@ -415,7 +417,10 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
     const std::string type = text_of(e.value("type", Json()));
     if (type == "error" || event.event == "error") throw detail::stream_error(e.value("error", Json()));
     if (type == "message_start") {
-      usage_ = usage_of(detail::object_at(e, "message", "Anthropic message_start").value("usage", Json()));
+      const Json message = detail::object_at(e, "message", "Anthropic message_start");
+      usage_ = usage_of(message.value("usage", Json()));
+      id_ = text_of(message.value("id", Json()));
+      model_ = text_of(message.value("model", Json()));
       return;
     }
     if (type == "message_stop") {
@@ -519,6 +524,8 @@ ModelResponse AnthropicStreamAccumulator::finish() {
   out.finish_reason = stop_reason_.empty() ? (out.message.tool_calls.empty() ? "stop" : "tool_calls")
                                            : anthropic_stop_reason(stop_reason_);
   out.usage = usage_;
+  out.id = id_;
+  out.model = model_;
   return out;
 }
 
@@ -551,7 +558,7 @@ AnthropicModel::AnthropicModel(std::shared_ptr<Transport> transport, AnthropicOp
 }
 
 std::unique_ptr<PendingCompletion> AnthropicModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http = detail::json_post(options_.base_url + "/v1/messages", "x-api-key", "", options_.api_key,
+  HttpRequest http = detail::json_post(request, options_.base_url + "/v1/messages", "x-api-key", "", options_.api_key,
                                        options_.extra_headers, {{"anthropic-version", options_.version}});
   if (options_.interleaved_thinking && request.settings && request.settings->thinking_budget_tokens) {
     add_beta(http.headers, "interleaved-thinking-2025-05-14");

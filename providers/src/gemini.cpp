@@ -26,7 +26,7 @@ struct GeminiTurn {
   std::vector<ToolCall> calls;
   std::vector<std::string> call_signatures;  // one per call, "" when unsigned
   Usage usage;
-  std::string finish_reason, finish_message, response_id;
+  std::string finish_reason, finish_message, response_id, model_version;
   bool had_candidate = false;
   std::size_t streamed = 0;
 
@@ -422,7 +422,7 @@ ToolCall call_of(const Json& fc, const GeminiTurn& turn) {
   call.id = text_of(fc.value("id", Json()));
   call.name = text_of(fc.value("name", Json()));
   if (call.id.empty()) {
-    call.id = std::string(kGeminiSyntheticIdPrefix) + (turn.response_id.empty() ? "" : turn.response_id + "_") +
+    call.id = std::string(kGeminiSyntheticIdPrefix) + (turn.response_id.empty() ? "" : turn.response_id.substr(0, 64) + "_") +
               std::to_string(turn.calls.size());
   }
   const auto args = fc.find("args");
@@ -443,8 +443,9 @@ ToolCall call_of(const Json& fc, const GeminiTurn& turn) {
 void read_chunk(const Json& body, std::string_view what, GeminiTurn& turn, const DeltaSink* deltas) {
   if (!body.is_object()) throw ProviderError(ErrorCode::protocol, std::string(what) + " is not a JSON object");
   if (auto e = body.find("error"); e != body.end() && !e->is_null()) throw detail::stream_error(*e);
-  if (auto id = body.find("responseId"); id != body.end() && id->is_string()) {
-    turn.response_id = id->get<std::string>().substr(0, 64);
+  if (auto id = body.find("responseId"); id != body.end() && id->is_string()) turn.response_id = id->get<std::string>();
+  if (auto version = body.find("modelVersion"); version != body.end() && version->is_string()) {
+    turn.model_version = version->get<std::string>();
   }
   if (auto u = body.find("usageMetadata"); u != body.end() && !u->is_null()) turn.usage = usage_of(*u);
   const auto candidates = body.find("candidates");
@@ -517,6 +518,8 @@ ModelResponse response_of(const GeminiTurn& turn) {
   ModelResponse out;
   out.message = turn.message();
   out.usage = turn.usage;
+  out.id = turn.response_id;
+  out.model = turn.model_version;
   const std::string& reason = turn.finish_reason;
   const bool calls = !out.message.tool_calls.empty();
   if (reason == "MAX_TOKENS") {
@@ -631,7 +634,7 @@ std::unique_ptr<PendingCompletion> GeminiModel::begin(const ModelRequest& reques
                             "' is not usable in a URL: letters, digits, '-', '.' and '_' only");
   }
   HttpRequest http = detail::json_post(
-      options_.base_url + "/models/" + model + (options_.stream ? ":streamGenerateContent?alt=sse" : ":generateContent"),
+      request, options_.base_url + "/models/" + model + (options_.stream ? ":streamGenerateContent?alt=sse" : ":generateContent"),
       "x-goog-api-key", "", options_.api_key, options_.extra_headers);
   http.body = gemini_generate_body(request, options_).dump();
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, gemini_reply(),

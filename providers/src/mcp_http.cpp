@@ -20,6 +20,7 @@
 #include <agentkit/providers/sse.h>
 
 #include "mcp_detail.h"
+#include "trace_header.h"
 
 namespace agentkit::providers {
 namespace {
@@ -40,6 +41,18 @@ std::string lower(std::string_view s) {
 }
 
 bool is_request(const Json& message) { return message.contains("method") && message.contains("id"); }
+
+// The `traceparent` in a request's params._meta, for the HTTP header that
+// carries it too (so HTTP middleboxes see the trace); empty when none.
+std::string_view traceparent_of(const Json& message) {
+  const auto params = message.find("params");
+  if (params == message.end() || !params->is_object()) return {};
+  const auto meta = params->find("_meta");
+  if (meta == params->end() || !meta->is_object()) return {};
+  const auto value = meta->find("traceparent");
+  if (value == meta->end() || !value->is_string()) return {};
+  return value->get_ref<const std::string&>();
+}
 
 // What one HTTP exchange produced.
 struct Reply {
@@ -181,6 +194,7 @@ void HttpTransport::post(const Json& message, std::optional<Clock::time_point> d
   if (logger_->should_log(spdlog::level::trace)) logger_->trace("{} <- {}", where_, redact(preview(message, 300)));
   const bool initialize = message.value("method", "") == "initialize";
   HttpRequest request = make_request("POST", initialize);
+  detail::set_traceparent(request.headers, traceparent_of(message));
   request.body = message.dump(-1, ' ', false, Json::error_handler_t::replace);
   std::string session_sent;
   for (const auto& [name, value] : request.headers) {

@@ -573,7 +573,14 @@ void McpSession::schedule_relist() {
 
 McpCallResult McpSession::call_tool(const std::string& name, const Json& arguments, const RunContext* ctx,
                                     std::optional<milliseconds> timeout) {
-  const Json params = {{"name", name}, {"arguments", arguments.is_null() ? Json::object() : arguments}};
+  Json params = {{"name", name}, {"arguments", arguments.is_null() ? Json::object() : arguments}};
+  // W3C trace context goes in _meta under its W3C names, unprefixed (MCP
+  // SEP-414; the OpenTelemetry MCP conventions).
+  if (ctx) {
+    if (std::string traceparent = ctx->traceparent(); !traceparent.empty()) {
+      params["_meta"]["traceparent"] = std::move(traceparent);
+    }
+  }
   const Json result = request("tools/call", params, {.ctx = ctx, .timeout = timeout_or_default(timeout), .progress_tool = name});
   return mcp_detail::call_result(result);
 }

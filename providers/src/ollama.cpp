@@ -208,6 +208,7 @@ ModelResponse ollama_chat_response(const Json& body) {
     out.message.tool_calls = std::move(d.calls);
     out.finish_reason = finish_reason_of(text_of(body.value("done_reason", Json())), !out.message.tool_calls.empty());
     out.usage = usage_of(body);
+    out.model = text_of(body.value("model", Json()));
     return out;
   });
 }
@@ -219,6 +220,7 @@ void OllamaStreamAccumulator::on_event(const SseEvent& event) {
     if (!line.is_object()) throw ProviderError(ErrorCode::protocol, "Ollama stream line is not a JSON object");
     check_error(line);
     Decoded d = decode_message(line, "Ollama stream line");
+    if (response_.model.empty()) response_.model = text_of(line.value("model", Json()));  // on every line
     count(d.content.size() + d.thinking.size());
     if (deltas_ && !d.thinking.empty()) deltas_(ReasoningDelta{d.thinking});
     if (deltas_ && !d.content.empty()) deltas_(TextDelta{d.content});
@@ -261,8 +263,8 @@ OllamaChatModel::OllamaChatModel(std::shared_ptr<Transport> transport, OllamaOpt
 }
 
 std::unique_ptr<PendingCompletion> OllamaChatModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http = detail::json_post(options_.base_url + "/api/chat", "authorization", "Bearer ", options_.api_key,
-                                       options_.extra_headers);
+  HttpRequest http = detail::json_post(request, options_.base_url + "/api/chat", "authorization", "Bearer ",
+                                       options_.api_key, options_.extra_headers);
   http.body = ollama_chat_body(request, options_, options_.stream).dump();
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, ollama_chat_reply(),
                             options_.stream ? std::make_unique<OllamaStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);

@@ -474,6 +474,8 @@ ModelResponse openai_chat_response(const Json& body) {
     }
     out.finish_reason = openai_finish_reason(text_at(choice, "finish_reason"));
     out.usage = usage_of(value_at(body, "usage"));
+    out.id = text_at(body, "id");
+    out.model = text_at(body, "model");
     return out;
   });
 }
@@ -489,6 +491,9 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
     if (!chunk.is_object()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event is not a JSON object");
     if (auto e = chunk.find("error"); e != chunk.end() && !e->is_null()) throw detail::stream_error(*e);
     if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) usage_ = usage_of(*u);
+    // Every chunk repeats them: the first chunk's are kept.
+    if (id_.empty()) id_ = text_at(chunk, "id");
+    if (model_.empty()) model_ = text_at(chunk, "model");
     auto choices = chunk.find("choices");
     if (choices == chunk.end() || choices->is_null()) return;
     if (!choices->is_array()) throw ProviderError(ErrorCode::protocol, "OpenAI stream event: choices is not an array");
@@ -556,6 +561,8 @@ ModelResponse OpenAIStreamAccumulator::finish() {
   out.finish_reason = finish_reason_.empty() ? (out.message.tool_calls.empty() ? "stop" : "tool_calls")
                                              : openai_finish_reason(finish_reason_);
   out.usage = usage_;
+  out.id = id_;
+  out.model = model_;
   return out;
 }
 
@@ -572,8 +579,8 @@ OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOpt
 }
 
 std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http = detail::json_post(options_.base_url + "/chat/completions", "authorization", "Bearer ", options_.api_key,
-                                       options_.extra_headers);
+  HttpRequest http = detail::json_post(request, options_.base_url + "/chat/completions", "authorization", "Bearer ",
+                                       options_.api_key, options_.extra_headers);
   http.body = write_chat_body(request, options_, options_.stream, tool_cache_.get());
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, openai_chat_reply(),
                             options_.stream ? std::make_unique<OpenAIStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);

@@ -367,6 +367,8 @@ ModelResponse decode_response(const Json& r, std::string_view what, std::string_
     out.finish_reason = out.message.tool_calls.empty() ? "stop" : "tool_calls";
   }
   out.usage = usage_of(r.value("usage", Json()));
+  out.id = text_of(r.value("id", Json()));
+  out.model = text_of(r.value("model", Json()));
   return out;
 }
 
@@ -516,8 +518,8 @@ OpenAIResponsesModel::OpenAIResponsesModel(std::shared_ptr<Transport> transport,
 }
 
 std::unique_ptr<PendingCompletion> OpenAIResponsesModel::begin(const ModelRequest& request, RunContext& ctx) {
-  HttpRequest http = detail::json_post(options_.base_url + "/responses", "authorization", "Bearer ", options_.api_key,
-                                       options_.extra_headers);
+  HttpRequest http = detail::json_post(request, options_.base_url + "/responses", "authorization", "Bearer ",
+                                       options_.api_key, options_.extra_headers);
   http.body = openai_responses_body(request, options_, options_.stream).dump();
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, openai_responses_reply(),
                             options_.stream ? std::make_unique<OpenAIResponsesStreamAccumulator>(detail::run_deltas(ctx))

@@ -16,6 +16,8 @@
 #include <agentkit/providers/reply.h>
 #include <agentkit/providers/transport.h>
 
+#include "trace_header.h"
+
 namespace agentkit::providers::detail {
 
 // Emits each streamed fragment (text, tool-call arguments, reasoning) as
@@ -90,18 +92,21 @@ inline std::unique_ptr<PendingCompletion> start_call(Transport& transport, HttpR
   return std::make_unique<WholeCompletion>(transport, std::move(http), cancel, format);
 }
 
-// A JSON POST to `url`: content-type, `fixed` (e.g. a version header), the
-// key as `key_header: <scheme><key>` (left out when there is no key), then
-// the host's extra headers.
-inline HttpRequest json_post(std::string url, std::string_view key_header, std::string_view scheme, const std::string& key,
-                             const Headers& extra_headers, Headers fixed = {}) {
+// The JSON POST of `request` to `url`: content-type, `fixed` (e.g. a
+// version header), the key as `key_header: <scheme><key>` (left out when
+// there is no key), the host's extra headers, then the request's
+// `traceparent` when the run is traced.
+inline HttpRequest json_post(const ModelRequest& request, std::string url, std::string_view key_header,
+                             std::string_view scheme, const std::string& key, const Headers& extra_headers,
+                             Headers fixed = {}) {
   HttpRequest http;
   http.url = std::move(url);
   http.headers = std::move(fixed);
-  http.headers.reserve(http.headers.size() + 2 + extra_headers.size());
+  http.headers.reserve(http.headers.size() + 3 + extra_headers.size());
   http.headers.insert(http.headers.begin(), {"content-type", "application/json"});
   if (!key.empty()) http.headers.emplace_back(std::string(key_header), std::string(scheme) + key);
   http.headers.insert(http.headers.end(), extra_headers.begin(), extra_headers.end());
+  set_traceparent(http.headers, request.traceparent);
   return http;
 }
 

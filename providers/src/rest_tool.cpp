@@ -22,6 +22,8 @@
 #include <agentkit/invoker.h>
 #include <agentkit/schema.h>
 
+#include "trace_header.h"
+
 namespace agentkit {
 namespace providers {
 namespace {
@@ -109,7 +111,7 @@ bool allowed_value(const RestParam& p, const Json& value) {
 
 Schema param_schema(const RestParam& p) {
   Schema s = with_type(p.options, [](auto tag) { return schema_of<typename decltype(tag)::type>(); });
-  detail::add_description(s, p.description);
+  agentkit::detail::add_description(s, p.description);
   if (!p.options.allowed.empty()) s["enum"] = Schema(Json(p.options.allowed));
   if (p.options.default_value) s["default"] = Schema(*p.options.default_value);
   return s;
@@ -428,13 +430,13 @@ RestTool::RestTool(RestToolDefinition definition) : def_(std::move(definition)) 
   parameters["properties"] = std::move(properties);
   if (!required.empty()) parameters["required"] = std::move(required);
   parameters["additionalProperties"] = false;  // run() refuses unknown keys; the schema says so, and check_arguments agrees
-  detail::ToolDraft draft;
+  agentkit::detail::ToolDraft draft;
   draft.spec.name = def_.name;
   draft.explicit_description = def_.description;
   draft.spec.effects = Effects{*def_.side_effecting, def_.idempotent, def_.requires_approval};
   draft.spec.tags = def_.tags;
   draft.spec.metadata = Json{{"url", origin.origin()}, {"method", def_.method}};
-  detail::finish_spec(draft, std::move(parameters), accepted_);
+  agentkit::detail::finish_spec(draft, std::move(parameters), accepted_);
   spec_ = std::move(draft.spec);
 
   // The tool owns its retries: the transport sends each request once.
@@ -470,7 +472,7 @@ RestTool::Prepared RestTool::prepare(const Json& arguments) const {
     Json value;
     if (!decode_value(p, *it, value, st)) continue;
     if (!allowed_value(p, value)) {
-      st.fail(detail::not_one_of(Json(p.options.allowed), value));
+      st.fail(agentkit::detail::not_one_of(Json(p.options.allowed), value));
       continue;
     }
     if (p.in == ParamIn::path) {
@@ -569,6 +571,7 @@ HttpResponse RestTool::send(const HttpRequest& request, const Prepared& prepared
 RestResponse RestTool::call(const Json& arguments, RunContext& ctx) const {
   const Prepared prepared = prepare(arguments);
   HttpRequest request{.method = def_.method, .headers = prepared.headers, .body = prepared.body, .any_status = true};
+  detail::set_traceparent(request.headers, ctx.traceparent());
   Url url = prepared.url;
   RestResponse out;
   for (;;) {

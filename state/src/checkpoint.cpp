@@ -86,6 +86,11 @@ StoredRun read_run(Store& store, const Scope& scope, std::string_view run_id, co
       doc.erase("history_sealed");
     }
     if (doc.is_object()) {
+      if (auto spans = doc.find("spans"); spans != doc.end()) {
+        if (!spans->is_array()) throw unreadable("its spans are not a list");
+        for (auto& span : *spans) run.sealed.spans.push_back(std::move(span));
+        doc.erase(spans);
+      }
       const std::string prefix = keys::blobs(scope, run_id);
       const auto load_blob = [&](Json& part) {
         const auto blob = part.find("blob");
@@ -125,6 +130,7 @@ std::optional<StoredRun> load_stored_run(Store& store, const Scope& scope, std::
 Checkpoint::Checkpoint(std::shared_ptr<Store> store, const Scope& scope, std::string run_id,
                        std::int64_t version, SealedHistory sealed)
     : store_(std::move(store)),
+      scope_(scope),
       key_(keys::run(scope, run_id)),
       segment_prefix_(keys::history_segments(scope, run_id)),
       blob_prefix_(keys::blobs(scope, run_id)),
@@ -135,8 +141,21 @@ Checkpoint::Checkpoint(std::shared_ptr<Store> store, const Scope& scope, std::st
       sealed_(std::move(sealed)),
       ledger_(std::make_shared<StoreLedger>(store_, keys::ledger(scope, run_id_))) {}
 
-bool Checkpoint::save(const RunState& state) {
+bool Checkpoint::save(const RunState& state, const std::vector<trace::Span>& spans) {
   SealedHistory sealed = sealed_;
+  std::size_t span_bytes = 0;
+  for (const auto& span : spans) sealed.spans.push_back(trace::to_json(span));
+  for (const auto& span : sealed.spans) span_bytes += span.dump().size();
+  if (!sealed.spans.empty() && (span_bytes > kSealBytes || state.phase == Phase::done || state.phase == Phase::suspended)) {
+    // Under a name only this writer uses, like a history segment: a lost
+    // race leaves a duplicate segment of the same spans, never a lost one.
+    char seq[24];
+    std::snprintf(seq, sizeof seq, "#%06zu-", span_segments_++);
+    const std::string trace_id = sealed.spans.front().at("trace_id").get<std::string>();
+    put(keys::trace_spans(scope_, trace_id) + run_id_ + seq + writer_,
+        Json(std::move(sealed.spans)).dump(-1, ' ', false, Json::error_handler_t::replace));
+    sealed.spans.clear();
+  }
   // History only grows; should it ever shrink, it is stored whole again.
   if (state.history.size() < sealed.messages) sealed = {};
   std::size_t unsealed = 0;
@@ -160,6 +179,7 @@ bool Checkpoint::save(const RunState& state) {
     doc["history_segments"] = sealed.segments;
     doc["history_sealed"] = sealed.messages;
   }
+  if (!sealed.spans.empty()) doc["spans"] = sealed.spans;
   for_each_part(doc.at("outcomes"), "parts", [&](Json& part) { store_blob(part); });
   // Not retried (see "Failed writes" in the header): an error here may
   // have landed, and a second try could only be told apart by re-reading.

@@ -20,6 +20,9 @@ std::string history_segments(const Scope& scope, std::string_view run_id) {
 }
 std::string blobs(const Scope& scope, std::string_view run_id) { return under(scope, "run-blobs/", run_id, "/"); }
 std::string ledger(const Scope& scope, std::string_view run_id) { return under(scope, "ledger/", run_id, "/"); }
+std::string trace_spans(const Scope& scope, std::string_view trace_id) {
+  return under(scope, "traces/", trace_id, "/");
+}
 std::string session(const Scope& scope, std::string_view session_id) { return under(scope, "sessions/", session_id); }
 std::string cli_run(const Scope& scope, std::string_view run_id) { return under(scope, "cli/runs/", run_id); }
 

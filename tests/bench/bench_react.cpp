@@ -1,7 +1,8 @@
 // ReAct loop benchmarks: a scripted model asks for add(a, b) K times, then
 // answers; every call passes through the full default middleware chain.
 // Prints µs per iteration, the cost growth from iterations 91-100 to 991-1000
-// of one run, and wall time and peak RSS for 10,000 concurrent runs advanced
+// of one run, what tracing adds (spans exported over OTLP/HTTP to a loopback
+// receiver), and wall time and peak RSS for 10,000 concurrent runs advanced
 // from one thread. The runs are not durable (no store on the context):
 // bench_checkpoint measures what checkpointing adds. Run with `make bench`.
 #include <sys/resource.h>
@@ -15,8 +16,10 @@
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/providers/otlp.h>
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
+#include <agentkit/testing/wire_server.h>
 
 #include "add_script.h"
 
@@ -63,14 +66,26 @@ int main() {
   const agentkit::Agent agent("adder", "fake", "You add numbers.", agentkit::cognition::react({add}),
                               {.max_iterations = 2000});
 
-  // 1. µs per iteration and growth within one long run.
-  std::vector<double> per_iteration, growth;
-  for (int rep = 0; rep < 15; ++rep) {
+  // 1. µs per iteration and growth within one long run; and the same run
+  // traced, its spans exported over OTLP/HTTP to a loopback receiver
+  // (reps alternate, so both see the same machine).
+  agentkit::testing::WireServer receiver;
+  receiver.set_handler([](const agentkit::testing::WireServer::Request&) {
+    return agentkit::testing::WireServer::Response{.status = 200, .headers = {{"content-type", "application/x-protobuf"}}};
+  });
+  agentkit::providers::OtlpOptions otlp;
+  otlp.endpoint = receiver.base_url();
+  otlp.max_queue_size = 1 << 16;  // a 1000-iteration burst is 2001 spans in a few ms: none may be dropped
+  auto exporter = std::make_shared<agentkit::providers::OtlpExporter>(otlp);
+  std::vector<double> per_iteration, growth, traced_per_iteration;
+  for (int rep = 0; rep < 30; ++rep) {
+    const bool traced = rep % 2 == 1;
     auto llm = std::make_shared<FakeLLM>(add_script(1000));
     llm->record_requests(false);
     auto model = std::make_shared<StampedModel>(llm);
     auto ctx = agentkit::testing::make_test_ctx({.llm = model});
     ctx.store = nullptr;
+    if (traced) ctx.tracer = exporter;
     const auto start = Clock::now();
     auto result = agent.run("add", ctx);
     const auto elapsed = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
@@ -78,11 +93,18 @@ int main() {
       std::printf("unexpected stop: %s\n", std::string(to_string(result.stop_reason)).c_str());
       return 1;
     }
+    if (traced) {
+      traced_per_iteration.push_back(elapsed / 1000.0);
+      continue;
+    }
     per_iteration.push_back(elapsed / 1000.0);
     const auto& s = model->stamps;  // s[i] = start of model call i+1
     const auto window = [&](int first) { return std::chrono::duration<double>(s[first + 10] - s[first]).count(); };
     growth.push_back(window(990) / window(90));
   }
+  exporter->flush(std::chrono::seconds(30));
+  const std::uint64_t exported = exporter->exported_spans();
+  const std::uint64_t dropped = exporter->dropped_spans() + exporter->failed_exports();
 
   // 2. 10,000 concurrent runs of 10 iterations, advanced round-robin from one thread.
   constexpr int kRuns = 10'000;
@@ -121,14 +143,20 @@ int main() {
   const double kb_per_run = static_cast<double>(rss_after - rss_before) / kRuns;
 
   const double us = median(per_iteration);
+  const double traced_us = median(traced_per_iteration);
   const double ratio = median(growth);
   std::printf("%-58s %10s %8s\n", "benchmark (ReAct loop, FakeLLM, default middleware)", "value", "target");
   std::printf("%-58s %10.2f %8s\n", "µs per iteration (1000-iteration run, median of 15)", us, "<= 3");
+  std::printf("%-58s %10.2f %8s\n", "  traced, spans exported over OTLP/HTTP (median of 15)", traced_us, "-");
+  std::printf("%-58s %10.2f %8s\n", "  tracing's cost per iteration, µs", traced_us - us, "<= 1");
   std::printf("%-58s %10.2f %8s\n", "cost of iterations 991-1000 / 91-100 (median of 15)", ratio, "<= 1.2");
   std::printf("%-58s %10.0f %8s\n", "10,000 concurrent 10-iteration runs, wall ms", wall_ms, "-");
   std::printf("%-58s %10.1f %8s\n", "peak RSS growth per run, KB (history included)", kb_per_run, "< 16");
   std::printf("runs answered: %d/%d\n", answered, kRuns);
-  const bool ok = us <= 3 && ratio <= 1.2 && kb_per_run < 16 && answered == kRuns;
+  std::printf("spans exported: %llu of %d, dropped or failed: %llu\n", static_cast<unsigned long long>(exported),
+              15 * 2001, static_cast<unsigned long long>(dropped));
+  const bool ok = us <= 3 && traced_us - us <= 1 && ratio <= 1.2 && kb_per_run < 16 && answered == kRuns &&
+                  exported == 15 * 2001 && dropped == 0;
   std::printf("targets %s\n", ok ? "met" : "MISSED");
   return ok ? 0 : 1;
 }

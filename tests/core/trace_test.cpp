@@ -3,6 +3,7 @@
 // sub-run and a suspend/resume, errors, and content only when opted in.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -12,6 +13,8 @@
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/run_state.h>
+#include <agentkit/state/keys.h>
+#include <agentkit/state/store.h>
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/span_recorder.h>
 #include <agentkit/testing/test_context.h>
@@ -188,10 +191,11 @@ TEST_CASE("a traced run: invoke_agent over chat and execute_tool, in the GenAI c
   }
 }
 
-TEST_CASE("an untraced run makes no spans and sends no traceparent", "[trace]") {
+TEST_CASE("a run with neither a tracer nor a store has no trace and sends no traceparent", "[trace]") {
   Agent agent("calculator", "fake", "p", react({add_tool()}));
   auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "add", {{"a", 1}, {"b", 1}})}}, Turn{.content = "2"}});
   auto ctx = make_test_ctx({.llm = llm});
+  ctx.store = nullptr;
   const auto result = agent.run("1 + 1?", ctx);
   CHECK(result.stop_reason == StopReason::answered);
   for (const auto& r : llm->requests()) CHECK(r.traceparent.empty());
@@ -380,4 +384,118 @@ TEST_CASE("a trace id in a stored state is checked like every field", "[trace][r
   CHECK_THROWS_WITH(agentkit::RunState::from_json(doc), Catch::Contains("trace"));
   doc.erase("trace");
   CHECK(agentkit::RunState::from_json(doc).trace_id.empty());  // older documents have none
+}
+
+TEST_CASE("a durable run stores its spans with its checkpoints, tracer or not", "[trace][durable]") {
+  Agent agent("calculator", "fake", "p", react({add_tool()}));
+  for (const bool traced : {false, true}) {
+    DYNAMIC_SECTION((traced ? "with" : "without") << " a tracer") {
+      auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "add", {{"a", 1}, {"b", 1}})}}, Turn{.content = "2"}});
+      auto ctx = make_test_ctx({.llm = llm});
+      auto spans = std::make_shared<SpanRecorder>();
+      if (traced) ctx.tracer = spans;
+      const auto result = agent.run("1 + 1?", ctx);
+      REQUIRE(result.stop_reason == StopReason::answered);
+      REQUIRE(agentkit::trace::valid_trace_id(result.state.trace_id));
+      // Every request carries the run's trace: the record and the wire agree.
+      for (const auto& r : llm->requests()) CHECK(r.traceparent.substr(3, 32) == result.state.trace_id);
+
+      // One segment: the steps' spans rode in the checkpoints until the run ended.
+      const auto stored = ctx.store->list(agentkit::state::keys::trace_spans(ctx.scope, result.state.trace_id));
+      REQUIRE(stored.size() == 1);
+      CHECK(stored[0].first.find("/" + result.state.run_id + "#") != std::string::npos);
+      std::map<std::string, Span> by_id;
+      for (const Json& j : Json::parse(stored[0].second.value)) {
+        Span s = agentkit::trace::span_from_json(j);
+        by_id.emplace(s.span_id, std::move(s));
+      }
+      REQUIRE(by_id.size() == 4);  // invoke_agent, two chats, one execute_tool
+      const auto doc = Json::parse(ctx.store->get(agentkit::state::keys::run(ctx.scope, result.state.run_id))->value);
+      CHECK_FALSE(doc.contains("spans"));  // all in the trace once the run rests
+      const Span& root = by_id.at(result.state.trace_span_id);
+      CHECK(root.name == "invoke_agent calculator");
+      for (const auto& [id, s] : by_id) {
+        if (id != root.span_id) CHECK(s.parent_span_id == root.span_id);
+      }
+      if (traced) {
+        // The sink saw exactly what the store keeps.
+        for (const Span& s : spans->spans()) {
+          REQUIRE(by_id.count(s.span_id) == 1);
+          CHECK(agentkit::trace::to_json(by_id.at(s.span_id)) == agentkit::trace::to_json(s));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a run that crashes mid-run keeps its spans in its checkpoint, the run that continues it writes them out",
+          "[trace][durable]") {
+  Agent agent("calculator", "fake", "p", react({add_tool()}));
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "add", {{"a", 1}, {"b", 1}})}},
+                              Turn{.tool_calls = {call("c2", "add", {{"a", 2}, {"b", 2}})}}, Turn{.content = "done"}});
+  auto ctx = make_test_ctx({.llm = llm});
+  {
+    // Advance until the second model call is made, then "crash": the handle
+    // is dropped mid-run (its queued saves are written; no end is).
+    auto handle = agent.start("add twice", ctx, {.run_id = "crash-1"});
+    for (int i = 0; i < 1000 && llm->calls() < 2; ++i) {
+      handle.poll();
+      handle.wait_ready(std::chrono::milliseconds(10));  // the step waits for its checkpoint
+    }
+    REQUIRE(llm->calls() == 2);
+  }
+  const Json doc = Json::parse(ctx.store->get(agentkit::state::keys::run(ctx.scope, "crash-1"))->value);
+  REQUIRE(doc.contains("spans"));  // the first chat and tool spans, not yet in the trace
+  REQUIRE(doc["spans"].size() == 2);
+  const std::string trace_id = doc["trace"]["trace_id"];
+  CHECK(ctx.store->list(agentkit::state::keys::trace_spans(ctx.scope, trace_id)).empty());
+
+  const auto result = agent.recover("crash-1", ctx);
+  REQUIRE(result.stop_reason == StopReason::answered);
+  std::set<std::string> names;
+  std::size_t count = 0;
+  for (const auto& [key, entry] : ctx.store->list(agentkit::state::keys::trace_spans(ctx.scope, trace_id))) {
+    for (const Json& j : Json::parse(entry.value)) {
+      names.insert(agentkit::trace::span_from_json(j).name);
+      ++count;
+    }
+  }
+  // The crashed part's chat and add (carried over from its checkpoint), then
+  // the recovered part's invoke_agent and its model call (the script's next
+  // turn answers).
+  CHECK(count == 4);
+  CHECK(names == std::set<std::string>{"chat fake", "execute_tool add", "invoke_agent calculator"});
+}
+
+TEST_CASE("span JSON: round trip keeps every type, malformed spans are refused", "[trace]") {
+  Span s;
+  s.trace_id = agentkit::trace::new_trace_id();
+  s.span_id = agentkit::trace::new_span_id();
+  s.name = "chat gpt-4o";
+  s.kind = agentkit::trace::SpanKind::client;
+  s.start = std::chrono::system_clock::time_point(std::chrono::microseconds(1'700'000'000'000'001));
+  s.end = s.start + std::chrono::milliseconds(250);
+  s.attributes = {{"b", true}, {"i", std::int64_t{42}}, {"d", 0.5}, {"s", std::string("x")},
+                  {"a", std::vector<std::string>{"stop"}}};
+  s.events = {{"agentkit.approval.decided", s.end, {{"agentkit.approval.decision", std::string("approved")}}}};
+  s.status = agentkit::trace::SpanStatus::error;
+  s.status_message = "boom";
+  const Span back = agentkit::trace::span_from_json(agentkit::trace::to_json(s));
+  CHECK(agentkit::trace::to_json(back) == agentkit::trace::to_json(s));
+  CHECK(std::get<std::int64_t>(*back.attribute("i")) == 42);
+  CHECK(std::get<double>(*back.attribute("d")) == 0.5);
+  CHECK(back.start == s.start);
+
+  Json bad = agentkit::trace::to_json(s);
+  bad["span_id"] = "zz";
+  CHECK_THROWS_AS(agentkit::trace::span_from_json(bad), agentkit::Error);
+  bad = agentkit::trace::to_json(s);
+  bad["attributes"]["nested"] = Json::object();
+  CHECK_THROWS_WITH(agentkit::trace::span_from_json(bad), Catch::Contains("nested"));
+  bad = agentkit::trace::to_json(s);
+  bad["kind"] = "sideways";
+  CHECK_THROWS_WITH(agentkit::trace::span_from_json(bad), Catch::Contains("sideways"));
+  bad = agentkit::trace::to_json(s);
+  bad.erase("start_us");
+  CHECK_THROWS_AS(agentkit::trace::span_from_json(bad), agentkit::Error);
 }

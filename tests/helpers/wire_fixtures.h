@@ -4,12 +4,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include <agentkit/json.h>
+#include <agentkit/providers/sse.h>
 #include <agentkit/providers/transport.h>
 
 namespace agentkit_test {
@@ -21,6 +25,36 @@ inline std::optional<std::filesystem::path> wire_fixtures(const std::string& fol
   if (!folder.empty()) dir /= folder;
   if (!std::filesystem::is_directory(dir)) return std::nullopt;
   return dir;
+}
+
+// The first string at `pointer` (a JSON pointer: "/id", "/message/model")
+// among the JSON documents of a recorded stream: the data of its SSE events,
+// or its lines when `ndjson`. "" when none has one. What the recording says,
+// read without the adapter under test.
+inline std::string first_recorded(const std::string& body, const std::string& pointer, bool ndjson = false) {
+  std::vector<std::string> documents;
+  if (ndjson) {
+    for (std::size_t at = 0; at < body.size();) {
+      const std::size_t end = std::min(body.find('\n', at), body.size());
+      documents.push_back(body.substr(at, end - at));
+      at = end + 1;
+    }
+  } else {
+    agentkit::providers::SseDecoder decoder;
+    const agentkit::providers::SseDecoder::Sink sink = [&](const agentkit::providers::SseEvent& e) {
+      documents.push_back(e.data);
+    };
+    decoder.feed(body, sink);
+    decoder.finish(sink);
+  }
+  const agentkit::Json::json_pointer at(pointer);
+  for (const auto& text : documents) {
+    const agentkit::Json document = agentkit::Json::parse(text, nullptr, false);
+    if (document.is_discarded() || !document.contains(at)) continue;
+    const agentkit::Json& value = document[at];
+    if (value.is_string() && !value.get_ref<const std::string&>().empty()) return value.get<std::string>();
+  }
+  return "";
 }
 
 // The ProviderError (or `E`) `f` throws; fails the test case when it throws none.

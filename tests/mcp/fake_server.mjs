@@ -9,6 +9,8 @@
 // --page-size splits tools/list into pages joined by nextCursor.
 // --ignore-stdin-eof keeps running after stdin closes; --ignore-sigterm
 // ignores SIGTERM (both exercise the client's shutdown escalation).
+// The method fake/call_metas (not MCP) answers {metas: [...]}: the params._meta
+// of every tools/call received so far, in order (null for a call without one).
 
 const args = process.argv.slice(2);
 const flag = (name) => args.includes(name);
@@ -29,6 +31,7 @@ const readOnly = { readOnlyHint: true, idempotentHint: true, destructiveHint: fa
 
 let extraTool = false;
 const cancelled = [];          // params of every notifications/cancelled received
+const callMetas = [];          // the params._meta of every tools/call received (null when absent)
 const serverPending = new Map(); // our requests to the client, by id
 let nextServerId = 1;
 
@@ -235,7 +238,10 @@ async function handleRequest(message, received) {
       if (start + pageSize < all.length) result.nextCursor = String(start + pageSize);
       return reply(result);
     }
+    case 'fake/call_metas':  // not MCP: how tests see what a tools/call carried in _meta
+      return reply({ metas: callMetas });
     case 'tools/call': {
+      callMetas.push(params._meta ?? null);
       const tool = TOOLS[params.name];
       if (!tool && !(params.name === 'added_tool' && extraTool)) return fail(-32602, `Unknown tool: ${params.name}`);
       if (!tool) return reply({ content: [text('added tool ran')] });

@@ -455,3 +455,40 @@ TEST_CASE("everything over HTTP: loopback only, tools, SSE progress, roots and a
   CHECK(client->call_tool("echo", {{"message", "again"}}).text() == "Echo: again");
   CHECK(client->call_tool("get-sum", {{"a", 1}, {"b", 2}}).text() == "The sum of 1 and 2 is 3.");
 }
+
+TEST_CASE("http: a traced call carries its traceparent in _meta and as a header, an untraced one in neither",
+          "[trace]") {
+  ScriptedServer server([](const Json& request, const WireServer::Request&) {
+    return json_reply(result_for(request, text_result("ok")));
+  });
+  auto client = connect_http(server.url(), {}, false);
+  auto traced = agentkit::testing::make_test_ctx();
+  traced.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  traced.span_id = "00f067aa0ba902b7";
+  const std::string expected = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  REQUIRE(traced.traceparent() == expected);
+  auto untraced = agentkit::testing::make_test_ctx();
+  REQUIRE(client->tools().size() == 1);
+  CHECK(client->tools()[0]->run(Json::object(), traced) == "ok");
+  CHECK(client->tools()[0]->run(Json::object(), untraced) == "ok");
+  client->close();
+
+  const auto traceparents = [](const WireServer::Request& r) {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : r.headers) {
+      if (name == "traceparent") out.push_back(value);
+    }
+    return out;
+  };
+  const auto calls = server.requests_for("tools/call");
+  REQUIRE(calls.size() == 2);
+  CHECK(Json::parse(calls[0].body)["params"]["_meta"]["traceparent"] == expected);
+  CHECK(traceparents(calls[0]) == std::vector<std::string>{expected});
+  CHECK_FALSE(Json::parse(calls[1].body)["params"]["_meta"].contains("traceparent"));
+  CHECK(traceparents(calls[1]).empty());
+  // Nothing else the client sent was traced.
+  for (const auto& r : server.requests()) {
+    if (r.method == "POST" && Json::parse(r.body).value("method", "") == "tools/call") continue;
+    CHECK(traceparents(r).empty());
+  }
+}

@@ -533,3 +533,35 @@ TEST_CASE("stdio: concurrent calls share one connection and each gets its own an
   for (auto& thread : threads) thread.join();
   CHECK(wrong == 0);
 }
+
+TEST_CASE("stdio: a traced call carries its traceparent in _meta beside the progress token, an untraced one none",
+          "[trace]") {
+  auto client = connect(fake_server());
+  auto traced = testing::make_test_ctx();
+  traced.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  traced.span_id = "00f067aa0ba902b7";
+  const std::string expected = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  REQUIRE(traced.traceparent() == expected);
+  auto untraced = testing::make_test_ctx();
+  REQUIRE(untraced.traceparent().empty());
+
+  // Through the agentkit tool (what a run calls) and through the client.
+  CHECK(find_tool(*client, "echo")->run({{"text", "a"}}, traced) == "a");
+  CHECK(client->call_tool("echo", {{"text", "b"}}, &traced).text() == "b");
+  CHECK(find_tool(*client, "echo")->run({{"text", "c"}}, untraced) == "c");
+  CHECK(client->call_tool("echo", {{"text", "d"}}).text() == "d");
+
+  const Json metas = client->request("fake/call_metas")["metas"];
+  REQUIRE(metas.size() == 4);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK(metas[i]["traceparent"] == expected);
+    CHECK(metas[i]["progressToken"].is_number_integer());
+  }
+  for (std::size_t i = 2; i < 4; ++i) {
+    CAPTURE(i);
+    REQUIRE(metas[i].is_object());
+    CHECK_FALSE(metas[i].contains("traceparent"));
+    CHECK(metas[i]["progressToken"].is_number_integer());
+  }
+}

@@ -263,7 +263,8 @@ std::string decode_in_chunks(const std::string& body, const std::vector<std::siz
     decoder.feed(std::string_view(body).substr(at), sink);
     decoder.finish(sink);
     auto r = acc.finish();
-    return agentkit::to_json(r.message).dump() + "|" + r.finish_reason + "|" + agentkit::to_json(r.usage).dump();
+    return agentkit::to_json(r.message).dump() + "|" + r.finish_reason + "|" + agentkit::to_json(r.usage).dump() + "|" +
+           r.id + "|" + r.model;
   } catch (const ProviderError& e) {
     return std::string("error: ") + e.what();
   }
@@ -350,14 +351,22 @@ TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes"
           CHECK_FALSE(c.id.empty());
           CHECK(parses_as_object(c.arguments_text));
         }
+        // Every chunk carries the response's id and model.
+        CHECK_FALSE(r.id.empty());
+        CHECK(r.id == agentkit_test::first_recorded(text, "/id"));
+        CHECK(r.model == agentkit_test::first_recorded(text, "/model"));
       } else if (path.extension() == ".json" && name.rfind("response_", 0) == 0) {
         ++files;
-        auto r = openai_chat_response(Json::parse(text));
+        const Json body = Json::parse(text);
+        auto r = openai_chat_response(body);
         for (const auto& c : r.message.tool_calls) {
           ++calls;
           CHECK_FALSE(c.name.empty());
           CHECK(parses_as_object(c.arguments_text));
         }
+        CHECK_FALSE(r.id.empty());
+        CHECK(r.id == body.value("id", ""));
+        CHECK(r.model == body.value("model", ""));
       } else if (path.extension() == ".json" && name.rfind("error_", 0) == 0 && name.find("headers") == std::string::npos) {
         ++files;
         CHECK_THROWS_AS(openai_chat_response(Json::parse(text)), ProviderError);
@@ -371,8 +380,17 @@ TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes"
   CHECK(strict.usage.output_tokens == 19);
   CHECK(decode_stream<OpenAIStreamAccumulator>(read_file(*dir / "openai-chat" / "stream_parallel_tool_calls_with_usage_live.sse"))
             .message.tool_calls.size() == 2);
+  CHECK(strict.id == "chatcmpl-ABfwCgi41eStOcARjZq97ohCEGBPO");
+  CHECK(strict.model == "gpt-4o-2024-08-06");
   const auto no_arg = openai_chat_response(Json::parse(read_file(*dir / "openai-chat" / "response_no_arg_tool_call_live.json")));
   CHECK(no_arg.message.tool_calls.at(0).arguments_text == "{}");
+  CHECK(no_arg.id == "chatcmpl-BSXk0dWkG4hfPt0lph4oFO35iT73I");
+  CHECK(no_arg.model == "gpt-4o-2024-08-06");
+  // A compatible server (Ollama /v1) says the same in its chunks.
+  const auto compatible =
+      decode_stream<OpenAIStreamAccumulator>(read_file(*dir / "openai-compatible" / "ollama_v1_stream_tool_call_RECONSTRUCTED.sse"));
+  CHECK(compatible.id == "chatcmpl-273");
+  CHECK(compatible.model == "gpt-oss:20b");
   std::cout << "OpenAI conformance: " << files << " fixture files, " << calls << " tool calls decoded\n";
   CHECK(files >= 15);
 }
@@ -397,6 +415,10 @@ TEST_CASE("conformance: every recorded Anthropic fixture decodes", "[adapter][co
       }
       auto r = decode_stream<AnthropicStreamAccumulator>(text);
       CHECK((!r.message.text().empty() || !r.message.tool_calls.empty()));
+      // message_start names the message and its model.
+      CHECK_FALSE(r.id.empty());
+      CHECK(r.id == agentkit_test::first_recorded(text, "/message/id"));
+      CHECK(r.model == agentkit_test::first_recorded(text, "/message/model"));
       for (const auto& c : r.message.tool_calls) {
         ++calls;
         CHECK_FALSE(c.name.empty());
@@ -410,11 +432,15 @@ TEST_CASE("conformance: every recorded Anthropic fixture decodes", "[adapter][co
       }
     } else if (path.extension() == ".json" && name.rfind("response_", 0) == 0) {
       ++files;
-      auto r = anthropic_response(Json::parse(text));
+      const Json body = Json::parse(text);
+      auto r = anthropic_response(body);
       for (const auto& c : r.message.tool_calls) {
         ++calls;
         CHECK(c.arguments.is_object());
       }
+      CHECK_FALSE(r.id.empty());
+      CHECK(r.id == body.value("id", ""));
+      CHECK(r.model == body.value("model", ""));
     } else if (path.extension() == ".json" && name.rfind("error_", 0) == 0 && name.find(".meta.") == std::string::npos) {
       ++files;
       CHECK_THROWS_AS(anthropic_response(Json::parse(text)), ProviderError);
@@ -423,6 +449,11 @@ TEST_CASE("conformance: every recorded Anthropic fixture decodes", "[adapter][co
   const auto no_arg = decode_stream<AnthropicStreamAccumulator>(read_file(*dir / "anthropic" / "stream_no_arg_tool_REFRAMED.sse"));
   REQUIRE(no_arg.message.tool_calls.size() == 1);
   CHECK(no_arg.message.tool_calls[0].arguments_text.empty());
+  CHECK(no_arg.id == "msg_01GE2RKp1VYsPzdFs3sS9z5S");
+  CHECK(no_arg.model == "claude-sonnet-4-5-20250929");
+  const auto tool_use = anthropic_response(Json::parse(read_file(*dir / "anthropic" / "response_tool_use_live.json")));
+  CHECK(tool_use.id == "msg_018yE33RyaCdsMnr8kGYUQ5Y");
+  CHECK(tool_use.model == "claude-haiku-4-5-20251001");
   std::cout << "Anthropic conformance: " << files << " fixture files, " << calls << " tool calls decoded\n";
   CHECK(files >= 12);
 }

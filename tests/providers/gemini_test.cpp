@@ -496,6 +496,8 @@ TEST_CASE("Gemini replies: the recorded bodies decode", "[gemini][reply]") {
   CHECK(call.finish_reason == "tool_calls");  // finishReason is STOP for calls too
   CHECK(call.message.content.empty());
   CHECK(call.usage == agentkit::Usage{});
+  CHECK(call.id.empty());  // the cookbook's reply has no responseId, nor modelVersion
+  CHECK(call.model.empty());
 
   const auto noargs = gemini_generate_response(fixture(*dir, "response_function_call_noargs_live.json"));
   REQUIRE(noargs.message.tool_calls.size() == 1);
@@ -503,6 +505,8 @@ TEST_CASE("Gemini replies: the recorded bodies decode", "[gemini][reply]") {
   CHECK(noargs.message.tool_calls[0].id == "gemini_call_LFteaOOfMaPG1PIPi5qVEA_0");
   CHECK(noargs.usage.input_tokens == 21);
   CHECK(noargs.usage.output_tokens == 1);
+  CHECK(noargs.id == "LFteaOOfMaPG1PIPi5qVEA");
+  CHECK(noargs.model == "gemini-2.0-flash");
 
   const Json parallel_body = fixture(*dir, "response_parallel_function_calls_thought_signature_live.json");
   const auto parallel = gemini_generate_response(parallel_body);
@@ -516,6 +520,8 @@ TEST_CASE("Gemini replies: the recorded bodies decode", "[gemini][reply]") {
   CHECK(parallel.message.text().empty());
   CHECK(parallel.usage.input_tokens == 83);
   CHECK(parallel.usage.output_tokens == 30 + 190);  // thoughts are billed as output
+  CHECK(parallel.id == "wOd8abGuO5rgz7IP5tLEGA");
+  CHECK(parallel.model == "gemini-3-flash-preview");
 
   const auto answer = gemini_generate_response(fixture(*dir, "response_after_function_response_cookbook.json"));
   CHECK(answer.message.text() == "OK. I found two theaters in Mountain View that are showing the Barbie movie: AMC Mountain View 16 and Regal Edwards 14.");
@@ -658,6 +664,8 @@ TEST_CASE("Gemini streams: the recorded streams in any chunking", "[gemini][stre
   CHECK(whole_calls.message.tool_calls[0].id == "gemini_call_QUVVadTSNJ6_qtsPvN7J8Q0_0");
   CHECK(whole_calls.finish_reason == "tool_calls");
   CHECK(whole_calls.usage == agentkit::Usage{29, 212, 0});
+  CHECK(whole_calls.id == "QUVVadTSNJ6_qtsPvN7J8Q0");
+  CHECK(whole_calls.model == "gemini-3-pro-preview");
   REQUIRE(whole_calls.message.content.size() == 1);  // the call's signature; the closing {"text": ""} adds nothing
   CHECK(std::get<ReasoningPart>(whole_calls.message.content[0]).signature == signature);
   const auto whole_text = read_reply({text}, sse_head(), true);
@@ -665,6 +673,8 @@ TEST_CASE("Gemini streams: the recorded streams in any chunking", "[gemini][stre
   CHECK(whole_text.finish_reason == "stop");
   CHECK(whole_text.usage.input_tokens == 257);  // the last usageMetadata
   CHECK(whole_text.usage.output_tokens == 8);
+  CHECK(whole_text.id == "REVVabaiCdq4qtsPnZu96Qo");
+  CHECK(whole_text.model == "gemini-3-pro-preview");
 
   for (const auto* body : {&calls, &text}) {
     const auto& whole = body == &calls ? whole_calls : whole_text;
@@ -672,6 +682,8 @@ TEST_CASE("Gemini streams: the recorded streams in any chunking", "[gemini][stre
       const auto r = read_reply({body->substr(0, cut), body->substr(cut)}, sse_head(), true);
       CHECK(r.message == whole.message);
       CHECK(r.usage == whole.usage);
+      CHECK(r.id == whole.id);
+      CHECK(r.model == whole.model);
     }
     std::mt19937 rng(20261203);
     for (int round = 0; round < 20; ++round) {

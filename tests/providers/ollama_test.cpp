@@ -194,6 +194,8 @@ TEST_CASE("Ollama replies: the documented bodies decode, errors are typed, a bod
     CHECK(calls.finish_reason == "tool_calls");
     CHECK(calls.usage.input_tokens == 169);
     CHECK(calls.usage.output_tokens == 18);
+    CHECK(calls.model == "llama3.2");
+    CHECK(calls.id.empty());  // Ollama names no reply
     const auto answer = ollama_chat_response(Json::parse(read_file(*dir / "response_after_tool_result_docs.json")));
     CHECK_FALSE(answer.message.text().empty());
     CHECK(answer.message.tool_calls.empty());
@@ -238,10 +240,13 @@ TEST_CASE("Ollama streams: the same reply in any chunking, tool calls kept past 
   CHECK(whole.finish_reason == "tool_calls");
   CHECK(whole.usage.input_tokens == 169);
   CHECK(whole.usage.output_tokens == 15);
+  CHECK(whole.model == "llama3.2");
+  CHECK(whole.id.empty());
   const auto same = [&](const agentkit::ModelResponse& r) {
     CHECK(r.message.tool_calls.size() == whole.message.tool_calls.size());
     CHECK(r.message.tool_calls[0].arguments == whole.message.tool_calls[0].arguments);
     CHECK(r.usage == whole.usage);
+    CHECK(r.model == whole.model);
   };
   for (std::size_t cut = 1; cut < body.size(); ++cut) {
     same(read_reply({body.substr(0, cut), body.substr(cut)}, ndjson_head(), true));

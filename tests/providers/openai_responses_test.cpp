@@ -381,11 +381,15 @@ TEST_CASE("Responses replies: the recorded bodies decode, calls keep call_id and
   CHECK(call.message.tool_calls[0].arguments_text == "{\"country\":\"PotatoLand\"}");
   CHECK(call.finish_reason == "tool_calls");
   CHECK(call.message.text().empty());
+  CHECK(call.id == "resp_04907f5d3de791830068fbaa19bb908195a91378279dba0f14");
+  CHECK(call.model == "gpt-4o-2024-08-06");
 
   const auto docs = openai_responses_response(fixture(*dir, "response_function_call_docs.json"));
   REQUIRE(docs.message.tool_calls.size() == 1);
   CHECK(docs.message.tool_calls[0].id == "call_unLAR8MvFNptuiZK6K6HCy5k");
   CHECK(docs.usage == agentkit::Usage{291, 23, 0});
+  CHECK(docs.id == "resp_67ca09c5efe0819096d0511c92b8c890096610f474011cc0");
+  CHECK(docs.model == "gpt-5.4");
 
   const auto answer = openai_responses_response(fixture(*dir, "response_after_function_call_output_live.json"));
   CHECK(answer.message.text() == "The capital of PotatoLand is Potato City.");
@@ -402,6 +406,8 @@ TEST_CASE("Responses replies: the recorded bodies decode, calls keep call_id and
   for (bool stream : {false, true}) {
     const auto read = read_reply({read_file(*dir / "response_parallel_function_calls_live.json")}, json_head(), stream);
     CHECK(read.message.tool_calls == parallel.message.tool_calls);
+    CHECK(read.id == "resp_67e547c48c9481918c5c4394464ce0c60ae6111e84dd5c08");
+    CHECK(read.model == "gpt-4o-2024-08-06");
   }
 }
 
@@ -491,6 +497,8 @@ TEST_CASE("Responses streams: every recorded stream decodes, in any chunking", "
          CHECK(r.message.tool_calls[0].arguments_text == "{\"country\":\"France\"}");
          CHECK(r.finish_reason == "tool_calls");
          CHECK(r.message.content.empty());
+         CHECK(r.id == "resp_67e554a155508191900ee113293c4c830794405d35281ae2");
+         CHECK(r.model == "gpt-4o-2024-08-06");
        }},
       {"stream_reasoning_then_function_call_live_2025-09.sse",
        [](const agentkit::ModelResponse& r) {
@@ -502,12 +510,16 @@ TEST_CASE("Responses streams: every recorded stream decodes, in any chunking", "
          REQUIRE(r.message.tool_calls.size() == 1);
          CHECK(r.message.tool_calls[0].arguments_text == "{\"result\":6666}");
          CHECK(r.usage == agentkit::Usage{53, 469, 0});
+         CHECK(r.id == "resp_0050471a34b36ae60068c97b94a480819587a9d70cf2979b33");
+         CHECK(r.model == "gpt-5-2025-08-07");
        }},
       {"stream_text_docs_ELIDED.sse",
        [](const agentkit::ModelResponse& r) {
          CHECK(r.message.text() == "Hi there! How can I assist you today?");
          CHECK(r.finish_reason == "stop");
          CHECK(r.usage == agentkit::Usage{37, 11, 0});
+         CHECK(r.id == "resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654");
+         CHECK(r.model == "gpt-5.4");
        }},
   };
   for (const auto& c : cases) {
@@ -515,10 +527,15 @@ TEST_CASE("Responses streams: every recorded stream decodes, in any chunking", "
     const std::string body = read_file(*dir / c.file);
     const auto whole = read_reply({body}, sse_head(), true);
     c.check(whole);
+    // The terminal event's response is the one recorded, named as it names itself.
+    CHECK(whole.id == agentkit_test::first_recorded(body, "/response/id"));
+    CHECK(whole.model == agentkit_test::first_recorded(body, "/response/model"));
     const auto same = [&](const agentkit::ModelResponse& r) {
       CHECK(r.message == whole.message);
       CHECK(r.usage == whole.usage);
       CHECK(r.finish_reason == whole.finish_reason);
+      CHECK(r.id == whole.id);
+      CHECK(r.model == whole.model);
     };
     // Split at every byte near an event boundary (where a clean cut between
     // events lives) and at every byte of small bodies; the large recorded

@@ -658,3 +658,54 @@ TEST_CASE("REST tool: a tool whose own origin is not allowed is denied before it
   CHECK_THROWS_AS(weather(other)->run({{"city", "Lisbon"}}, ctx), agentkit::EgressDenied);
   CHECK(other.connections_accepted() == 0);
 }
+
+// ------------------------------------------------------------ trace context
+
+namespace {
+
+std::vector<std::string> traceparents_of(const WireServer::Request& request) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : request.headers) {
+    if (name == "traceparent") out.push_back(value);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("REST tool: a traced call sends traceparent on every hop, in place of a declared one, an untraced call none",
+          "[rest][trace]") {
+  WireServer server;
+  server.enqueue(redirect(302, "/v2/cities/Lisbon"));
+  server.enqueue(json_reply(200, {{"temp_c", 20}}));
+  server.enqueue(json_reply(200, {{"temp_c", 21}}));
+  server.enqueue(json_reply(200, {{"temp_c", 22}}));
+  const std::string declared = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  auto plain = weather(server);
+  auto with_header = rest_tool("weather")
+                         .description(kDescription)
+                         .side_effecting(false)
+                         .endpoint("GET", server.base_url() + "/v1/cities/{city}")
+                         .path("city", "City name")
+                         .header("Traceparent", declared)
+                         .build();
+  Harness h;
+  h.ctx.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  h.ctx.span_id = "00f067aa0ba902b7";
+  const std::string expected = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  REQUIRE(h.ctx.traceparent() == expected);
+  REQUIRE(h.invoke(plain, {{"city", "Lisbon"}}).status == Status::ok);        // two hops
+  REQUIRE(h.invoke(with_header, {{"city", "Lisbon"}}).status == Status::ok);  // the run's wins
+
+  Harness untraced;
+  REQUIRE(untraced.ctx.traceparent().empty());
+  REQUIRE(untraced.invoke(plain, {{"city", "Lisbon"}}).status == Status::ok);
+
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 4);
+  CHECK(traceparents_of(requests[0]) == std::vector<std::string>{expected});
+  CHECK(requests[1].path == "/v2/cities/Lisbon");
+  CHECK(traceparents_of(requests[1]) == std::vector<std::string>{expected});
+  CHECK(traceparents_of(requests[2]) == std::vector<std::string>{expected});
+  CHECK(traceparents_of(requests[3]).empty());
+}

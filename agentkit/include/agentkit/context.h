@@ -232,10 +232,14 @@ class RunContext {
   std::shared_ptr<const EgressAllowlist> egress;  // where tools may connect; null: anywhere
   std::shared_ptr<spdlog::logger> logger;  // where library code logs; null: nowhere (never spdlog's default)
   // The run's span (16 hex digits, set by the engine) and the span it
-  // hangs under: the span of the run, or with a tracer of the tool call,
-  // that started it; for a top-level run, the caller's (continue_trace()).
+  // hangs under: the span of the run that started it; for a top-level run,
+  // the caller's (continue_trace()). Events carry both.
   std::string span_id;
   std::string parent_span_id;
+  // Set by the engine for a tool body when the run has a trace: the call's
+  // execute_tool span. A sub-run the tool starts hangs its trace under it,
+  // and traceparent() names it, so a REST or MCP peer joins the trace there.
+  std::string call_span_id;
   // Where this run's spans go (<agentkit/trace.h>): shared by its sub-runs.
   // Null: the run makes no spans and costs nothing for them.
   std::shared_ptr<trace::SpanSink> tracer;
@@ -249,8 +253,8 @@ class RunContext {
   // nothing changed, when the value is malformed.
   bool continue_trace(std::string_view traceparent);
   // The W3C `traceparent` for a request made from this context (a REST or
-  // MCP tool's, whose span_id is its execute_tool span when traced): its
-  // trace and span. Empty when the context has no trace.
+  // MCP tool's): its trace and call_span_id, else span_id. Empty when the
+  // context has no trace.
   std::string traceparent() const;
   // Set for a tool body by the end of the invoker chain: the call's key,
   // unique within its run ("<turn>/<call id>"). A sub-run derives its run id

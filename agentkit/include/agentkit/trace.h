@@ -24,6 +24,8 @@
 #include <variant>
 #include <vector>
 
+#include <agentkit/json.h>
+
 namespace agentkit::trace {
 
 // W3C Trace Context ids, lowercase hex: 32 digits for a trace, 16 for a
@@ -95,5 +97,18 @@ class SpanSink {
   // results). Off unless the host opts in: content may be personal data.
   virtual bool capture_content() const noexcept { return false; }
 };
+
+// A span as JSON, as durable runs store theirs (see
+// state::keys::trace_spans) and `agentkit show` reads them:
+//   {"trace_id", "span_id", "parent_span_id", "name",
+//    "kind": "internal" | "client" | "server",
+//    "start_us", "end_us" (microseconds since the Unix epoch),
+//    "attributes": {key: value}, "events": [{"name", "time_us", "attributes"}],
+//    "status": "unset" | "ok" | "error", "status_message"}
+// An attribute keeps its type: a JSON integer is an int64, a float a double,
+// an array a string array. span_from_json throws agentkit::Error
+// (invalid_argument) naming what is malformed.
+Json to_json(const Span& span);
+Span span_from_json(const Json& j);
 
 }  // namespace agentkit::trace

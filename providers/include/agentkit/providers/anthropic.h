@@ -82,7 +82,8 @@ ModelResponse anthropic_response(const Json& body);
 // tool_use with input_json_delta, thinking with thinking_delta and
 // signature_delta, redacted_thinking; other block types ignored), ping, message_delta (stop reason and
 // cumulative usage), message_stop (the terminal event: done()), and
-// `event: error` (thrown, as is an event of the wrong shape). A no-argument
+// `event: error` (thrown, as is an event of the wrong shape). The response's
+// id and model are message_start's message `id` and `model`. A no-argument
 // tool's empty partial JSON becomes {}; a tool input cut by max_tokens (in a
 // stream that still ends with message_stop) stays unparsed in
 // `arguments_text`, so the loop answers it with a repair message instead of
@@ -130,6 +131,8 @@ class AnthropicStreamAccumulator final : public StreamAccumulator {
   std::vector<Block> blocks_;  // by index
   std::string stop_reason_;
   Usage usage_;
+  std::string id_;     // message_start's message.id
+  std::string model_;  // message_start's message.model
   bool done_ = false;
 };
 
@@ -148,6 +151,9 @@ class AnthropicModel final : public Model {
   // Compiles the tools (and output schema) in this provider's dialect
   // (<agentkit/providers/tool_format.h>); throws ToolDefinitionError.
   void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
+  // "anthropic" (gen_ai.provider.name), also for an Anthropic-compatible
+  // server reached through anthropic/<model>@<base URL>.
+  std::string_view provider() const noexcept override { return "anthropic"; }
   const AnthropicOptions& options() const noexcept { return options_; }
 
  private:

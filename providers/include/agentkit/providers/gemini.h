@@ -95,6 +95,7 @@ Schema gemini_generate_body(const ModelRequest& request, const GeminiOptions& op
 // "content_filter", with a RefusalPart saying so. usageMetadata:
 // promptTokenCount as input, candidatesTokenCount + thoughtsTokenCount as
 // output (thoughts are billed as output), cachedContentTokenCount as cached.
+// `responseId` and `modelVersion` are the response's id and model.
 // Throws ProviderError: permission_denied for a prompt Gemini blocked
 // (promptFeedback.blockReason, no candidates); protocol for a malformed call
 // Gemini reports (MALFORMED_FUNCTION_CALL and the like), a reply with no
@@ -138,6 +139,9 @@ class GeminiModel final : public Model {
   // Compiles every tool's parameters and the output schema for the gemini
   // dialect: a construct Gemini cannot take fails the run before its first call.
   void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
+  // "gcp.gemini" (gen_ai.provider.name: the Gemini API, as opposed to
+  // Vertex AI's "gcp.vertex_ai").
+  std::string_view provider() const noexcept override { return "gcp.gemini"; }
   const GeminiOptions& options() const noexcept { return options_; }
 
  private:

@@ -158,7 +158,9 @@ std::unique_ptr<McpTransport> make_stdio_transport(McpStdioServer server,
                                                    std::shared_ptr<spdlog::logger> logger = nullptr);
 // Streamable HTTP: POSTs accept JSON or SSE answers; Mcp-Session-Id is kept
 // and sent back; a 404 (or a 400 naming the session) for a known session is
-// reported as Kind::session_expired; close() DELETEs the session.
+// reported as Kind::session_expired; close() DELETEs the session. A request
+// whose params._meta holds a `traceparent` is POSTed with that value as the
+// `traceparent` header too.
 std::unique_ptr<McpTransport> make_http_transport(McpHttpServer server,
                                                   std::shared_ptr<spdlog::logger> logger = nullptr);
 
@@ -283,8 +285,11 @@ class McpClient {
   std::vector<ToolPtr> tools() const;
 
   // Calls a tool by its MCP name. `ctx`, when given, cancels the call and
-  // receives McpProgress events. `timeout` overrides request_timeout. An
-  // isError result is returned, not thrown; a JSON-RPC error throws McpError.
+  // receives McpProgress events; when it is traced (ctx->traceparent() not
+  // empty) the call's params carry `_meta.traceparent` (W3C Trace Context,
+  // unprefixed as MCP's SEP-414 and the OpenTelemetry MCP conventions have
+  // it). `timeout` overrides request_timeout. An isError result is returned,
+  // not thrown; a JSON-RPC error throws McpError.
   McpCallResult call_tool(const std::string& name, const Json& arguments, const RunContext* ctx = nullptr,
                           std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 

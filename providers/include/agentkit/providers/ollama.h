@@ -45,7 +45,8 @@ Schema ollama_chat_body(const ModelRequest& request, const OllamaOptions& option
 // Decodes a whole /api/chat reply: message content, `thinking` (a
 // ReasoningPart of provider "ollama"), tool calls (arguments an object; a
 // string is kept as the call's text, for the engine to parse; the `id` when
-// the server sends one), done_reason, prompt_eval_count / eval_count.
+// the server sends one), done_reason, prompt_eval_count / eval_count, and
+// `model` as the response's model (Ollama gives a reply no id: it stays empty).
 // Throws the mapped error for {"error": "..."} and ProviderError(protocol)
 // for JSON of the wrong shape, or a reply without "done": true.
 ModelResponse ollama_chat_response(const Json& body);
@@ -53,8 +54,8 @@ ModelResponse ollama_chat_response(const Json& body);
 // Accumulates a streamed reply, one NDJSON line per event: content and
 // thinking fragments, tool calls (each arrives whole, in any line; the last
 // line, "done": true, carries none and ends the stream), the counts of the
-// last line, and {"error": "..."} lines (thrown as ProviderError: Ollama
-// reports a failure mid-stream that way, under HTTP 200).
+// last line, the first line's `model`, and {"error": "..."} lines (thrown as
+// ProviderError: Ollama reports a failure mid-stream that way, under HTTP 200).
 class OllamaStreamAccumulator final : public StreamAccumulator {
  public:
   // `deltas`, when set, receives content as TextDelta, thinking as
@@ -90,6 +91,9 @@ class OllamaChatModel final : public Model {
   // Compiles the tools (and output schema) in this provider's dialect
   // (<agentkit/providers/tool_format.h>); throws ToolDefinitionError.
   void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
+  // "ollama" (gen_ai.provider.name: not one of the convention's well-known
+  // values, which a provider without one may add).
+  std::string_view provider() const noexcept override { return "ollama"; }
   const OllamaOptions& options() const noexcept { return options_; }
 
  private:

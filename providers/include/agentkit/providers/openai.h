@@ -57,7 +57,8 @@ Schema openai_chat_body(const ModelRequest& request, const OpenAIOptions& option
 std::string openai_chat_body_text(const ModelRequest& request, const OpenAIOptions& options, bool stream);
 
 // Decodes a non-streaming response body; the message's `refusal` becomes a
-// RefusalPart after its text (streamed `refusal` deltas too). Throws ProviderError(protocol) on a
+// RefusalPart after its text (streamed `refusal` deltas too). The body's
+// `id` and `model` become the response's (in a stream, the first chunk's). Throws ProviderError(protocol) on a
 // malformed body (JSON of the wrong shape, a count or index that is not an
 // integer in range) and the mapped error for an {"error": ...} body.
 ModelResponse openai_chat_response(const Json& body);
@@ -101,6 +102,8 @@ class OpenAIStreamAccumulator final : public StreamAccumulator {
   std::vector<PartialCall> calls_;  // by index
   std::string finish_reason_;
   Usage usage_;
+  std::string id_;     // the chunks' `id`
+  std::string model_;  // the chunks' `model`
   bool done_ = false;
 };
 
@@ -122,6 +125,10 @@ class OpenAIChatModel final : public Model {
   // Compiles the tools (and output schema) in this provider's dialect
   // (<agentkit/providers/tool_format.h>); throws ToolDefinitionError.
   void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
+  // "openai" (gen_ai.provider.name), also for a compatible server reached
+  // through openai/<model>@<base URL>: the value names the API spoken; the
+  // response's model and the server's address tell servers apart.
+  std::string_view provider() const noexcept override { return "openai"; }
   const OpenAIOptions& options() const noexcept { return options_; }
 
  private:

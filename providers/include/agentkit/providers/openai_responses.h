@@ -98,8 +98,9 @@ Schema openai_responses_body(const ModelRequest& request, const OpenAIResponsesO
 // output_tokens), and `status`: "completed" (finish "tool_calls" with
 // function calls, else "stop"), "incomplete" (finish "length" for
 // max_output_tokens, "content_filter" for content_filter, with what was
-// generated). Throws the mapped ProviderError for a body with `error` or a
-// "failed" status, and ProviderError(protocol) for any other status (a
+// generated); its `id` and `model` (for a stream, those of the terminal
+// event's response). Throws the mapped ProviderError for a body with `error`
+// or a "failed" status, and ProviderError(protocol) for any other status (a
 // background response still in progress) or JSON of the wrong shape.
 ModelResponse openai_responses_response(const Json& body);
 
@@ -159,6 +160,8 @@ class OpenAIResponsesModel final : public Model {
   // written): a schema the Responses API cannot take at all (no object at a
   // tool's root) fails the run before its first call.
   void check_schemas(std::span<const ToolSpec* const> tools, const Schema* output_schema) const override;
+  // "openai" (gen_ai.provider.name), as for Chat Completions.
+  std::string_view provider() const noexcept override { return "openai"; }
   const OpenAIResponsesOptions& options() const noexcept { return options_; }
 
  private:

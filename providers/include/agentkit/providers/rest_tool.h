@@ -38,6 +38,9 @@
 //     307/308 keep the method and body. Authorization, Cookie and headers
 //     carrying `${...}` values are not sent to a different origin, and an
 //     https URL never redirects to http.
+//   - A call made in a traced run (ctx.traceparent() not empty) sends
+//     `traceparent: <ctx.traceparent()>`, in place of any traceparent header
+//     the tool declares, on every hop; an untraced call adds nothing.
 //   - run() returns {"output": <body>, "metadata": {"status", "url",
 //     "content_type", "attempts", "redirects"}}: the body parsed as JSON when
 //     the response says it is JSON, else its text (null when empty). A

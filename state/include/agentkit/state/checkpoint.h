@@ -18,16 +18,19 @@
 #include <agentkit/invoker.h>
 #include <agentkit/run_state.h>
 #include <agentkit/state/store.h>
+#include <agentkit/trace.h>
 
 namespace agentkit::state {
 
 class StoreLedger;  // <agentkit/state/ledger.h>
 
 // Where a stored run's older history lies: its segments' names, in order,
-// and how many messages they hold.
+// and how many messages they hold; and its ended spans not yet written to
+// its trace (the document's "spans", as trace::to_json wrote them).
 struct SealedHistory {
   std::vector<std::string> segments;
   std::size_t messages = 0;
+  std::vector<Json> spans;
 };
 
 // Where a durable run persists (a context with a store makes every run
@@ -82,7 +85,15 @@ class Checkpoint {
 
   // False when another writer advanced the run first; throws on store errors
   // (see "Failed writes" above).
-  bool save(const RunState& state);
+  //
+  // `spans`: the run's spans ended since the last save. They ride in the
+  // document ("spans") until they pass kSealBytes or the run rests (done or
+  // suspended); then they are written, as one JSON array, to a segment
+  // under keys::trace_spans(scope, their trace id) + "<run id>#<n>-<writer>"
+  // before the document that no longer lists them: a rested run's spans are
+  // all in its trace, where `agentkit show` reads them, and a step costs no
+  // write of its own.
+  bool save(const RunState& state, const std::vector<trace::Span>& spans = {});
   std::int64_t version() const noexcept { return version_; }
   const std::string& run_id() const noexcept { return run_id_; }
   // The ledger for this run's side-effecting calls.
@@ -97,6 +108,7 @@ class Checkpoint {
   void put(const std::string& key, const std::string& value);  // retried while unavailable
 
   std::shared_ptr<Store> store_;
+  Scope scope_;
   std::string key_;
   std::string segment_prefix_;  // "<scope>/run-history/<run id>#"
   std::string blob_prefix_;     // "<scope>/run-blobs/<run id>/"
@@ -106,6 +118,7 @@ class Checkpoint {
   bool continued_;  // from a stored version: a crashed writer may have left strays
   SealedHistory sealed_;
   std::set<std::string> blobs_;  // blob keys this writer has stored
+  std::size_t span_segments_ = 0;  // trace segments this writer has written
   std::shared_ptr<const StoreLedger> ledger_;
 };
 

@@ -7,6 +7,7 @@
 //   <scope>/run-history/<run id>#<n>-<writer> a sealed segment of its history
 //   <scope>/run-blobs/<run id>/<sha256 hex>   a binary content part, base64
 //   <scope>/ledger/<run id>/<call key>        exactly-once records of its calls
+//   <scope>/traces/<trace id>/<run id>#<n>-<writer>  a segment of a durable run's spans
 //   <scope>/sessions/<session id>             a session's history
 //   <scope>/cli/runs/<run id>                 the CLI's record of a run's definition
 //
@@ -30,6 +31,11 @@ std::string history_segments(const Scope& scope, std::string_view run_id);
 std::string blobs(const Scope& scope, std::string_view run_id);
 // "<scope>/ledger/<run id>/": the prefix of the run's StoreLedger.
 std::string ledger(const Scope& scope, std::string_view run_id);
+// "<scope>/traces/<trace id>/": the prefix of the span segments a trace's
+// durable runs stored, each a JSON array of trace::to_json spans (a run,
+// its sub-runs and its resumed parts share a trace; see RunState::trace_id
+// and Checkpoint::save). Kept after a run ends: they are its record.
+std::string trace_spans(const Scope& scope, std::string_view trace_id);
 // "<scope>/sessions/<session id>".
 std::string session(const Scope& scope, std::string_view session_id);
 // "<scope>/cli/runs/<run id>": where the `agentkit` CLI remembers which

@@ -1,0 +1,552 @@
+// The OTLP exporter: options and the OTEL_* variables, and the batching
+// export thread. Encoding is in otlp_encode.cpp.
+#include <agentkit/providers/otlp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include <agentkit/detail/logging.h>
+#include <agentkit/redact.h>
+#include <agentkit/url.h>
+
+namespace agentkit::providers {
+namespace {
+
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+// An HTTP field name (RFC 9110 token) and a W3C baggage key are both tokens.
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+Error env_error(std::string_view variable, const std::string& problem) {
+  return Error(ErrorCode::invalid_argument, std::string(variable) + ": " + problem);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A W3C-baggage-style list, "k=v,k2=v2" with percent-encoded values, as
+// OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES spell it. Errors
+// name the variable and the entry's position (and the key once it is known
+// good), never a value: a header value may be a credential.
+std::vector<std::pair<std::string, std::string>> parse_key_values(std::string_view variable, std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t position = 0;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view entry = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    ++position;
+    if (entry.empty()) continue;  // "a=1,,b=2" and a trailing comma are tolerated
+    const auto equals = entry.find('=');
+    if (equals == std::string_view::npos) {
+      throw env_error(variable, "entry " + std::to_string(position) + " is not key=value");
+    }
+    const std::string_view key = trim(entry.substr(0, equals));
+    if (!is_token(key)) {
+      throw env_error(variable, "entry " + std::to_string(position) + " has an empty or invalid key");
+    }
+    const std::string_view encoded = trim(entry.substr(equals + 1));
+    std::string value;
+    value.reserve(encoded.size());
+    for (std::size_t i = 0; i < encoded.size(); ++i) {
+      if (encoded[i] != '%') {
+        value.push_back(encoded[i]);
+        continue;
+      }
+      if (i + 2 >= encoded.size() || hex_value(encoded[i + 1]) < 0 || hex_value(encoded[i + 2]) < 0) {
+        throw env_error(variable, "the value of '" + std::string(key) + "' has a malformed percent escape");
+      }
+      value.push_back(static_cast<char>(hex_value(encoded[i + 1]) * 16 + hex_value(encoded[i + 2])));
+      i += 2;
+    }
+    out.emplace_back(std::string(key), std::move(value));
+  }
+  return out;
+}
+
+// A whole, positive number of milliseconds (or of items).
+std::int64_t parse_positive(std::string_view variable, std::string_view text, std::string_view what) {
+  text = trim(text);
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value <= 0) {
+    throw env_error(variable, "must be a positive whole number of " + std::string(what));
+  }
+  return value;
+}
+
+// `url` when it is an absolute http(s) URL agentkit::parse_url accepts.
+void check_url(std::string_view what, const std::string& url) {
+  if (url.find("://") == std::string::npos) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string(what) + " is not usable: it must start with http:// or https://");
+  }
+  try {
+    parse_url(url);
+  } catch (const UrlError& e) {
+    throw Error(ErrorCode::invalid_argument, std::string(what) + " is not usable: " + e.what());
+  }
+}
+
+std::string join_path(std::string base, std::string_view path) {
+  if (!base.empty() && base.back() == '/') base.pop_back();
+  return base + std::string(path);
+}
+
+void set_attribute(std::vector<trace::Attribute>& attributes, std::string key, trace::AttributeValue value) {
+  for (auto& a : attributes) {
+    if (a.key == key) {
+      a.value = std::move(value);
+      return;
+    }
+  }
+  attributes.push_back({std::move(key), std::move(value)});
+}
+
+}  // namespace
+
+std::string_view to_string(OtlpProtocol protocol) noexcept {
+  return protocol == OtlpProtocol::http_json ? "http/json" : "http/protobuf";
+}
+
+EnvLookup process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::string OtlpOptions::traces_url() const {
+  return traces_endpoint.empty() ? join_path(endpoint, "/v1/traces") : traces_endpoint;
+}
+
+std::string OtlpOptions::metrics_url() const {
+  return metrics_endpoint.empty() ? join_path(endpoint, "/v1/metrics") : metrics_endpoint;
+}
+
+OtlpOptions OtlpOptions::from_env(const EnvLookup& env) { return from_env(env, OtlpOptions{}); }
+
+OtlpOptions OtlpOptions::from_env(const EnvLookup& env, OtlpOptions base) {
+  const EnvLookup lookup = env ? env : process_environment();
+  // An empty value is unset, as the OpenTelemetry specification reads them.
+  const auto get = [&](std::string_view name) -> std::optional<std::string> {
+    auto value = lookup(name);
+    if (!value || trim(*value).empty()) return std::nullopt;
+    return value;
+  };
+  OtlpOptions o = std::move(base);
+
+  if (auto v = get("OTEL_EXPORTER_OTLP_ENDPOINT")) {
+    o.endpoint = std::string(trim(*v));
+    check_url("OTEL_EXPORTER_OTLP_ENDPOINT", o.endpoint);
+  }
+  if (auto v = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
+    o.traces_endpoint = std::string(trim(*v));
+    check_url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", o.traces_endpoint);
+  }
+  if (auto v = get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) {
+    o.metrics_endpoint = std::string(trim(*v));
+    check_url("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", o.metrics_endpoint);
+  }
+  if (auto v = get("OTEL_EXPORTER_OTLP_HEADERS")) {
+    for (auto& [name, value] : parse_key_values("OTEL_EXPORTER_OTLP_HEADERS", *v)) {
+      if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+        throw env_error("OTEL_EXPORTER_OTLP_HEADERS", "the value of '" + name + "' contains a control character");
+      }
+      const auto same = std::find_if(o.headers.begin(), o.headers.end(),
+                                     [&](const auto& header) { return iequals(header.first, name); });
+      if (same != o.headers.end()) {
+        same->second = std::move(value);
+      } else {
+        o.headers.emplace_back(std::move(name), std::move(value));
+      }
+    }
+  }
+  if (auto v = get("OTEL_EXPORTER_OTLP_PROTOCOL")) {
+    const std::string_view protocol = trim(*v);
+    if (protocol == "http/protobuf") {
+      o.protocol = OtlpProtocol::http_protobuf;
+    } else if (protocol == "http/json") {
+      o.protocol = OtlpProtocol::http_json;
+    } else if (protocol == "grpc") {
+      throw Error(ErrorCode::unimplemented,
+                  "OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported by agentkit's OTLP exporter; use http/protobuf "
+                  "(port 4318) or http/json");
+    } else {
+      throw env_error("OTEL_EXPORTER_OTLP_PROTOCOL", "'" + std::string(protocol) +
+                                                         "' is not one of http/protobuf, http/json");
+    }
+  }
+  if (auto v = get("OTEL_BSP_EXPORT_TIMEOUT")) {
+    o.export_timeout = milliseconds(parse_positive("OTEL_BSP_EXPORT_TIMEOUT", *v, "milliseconds"));
+  }
+  if (auto v = get("OTEL_EXPORTER_OTLP_TIMEOUT")) {
+    o.export_timeout = milliseconds(parse_positive("OTEL_EXPORTER_OTLP_TIMEOUT", *v, "milliseconds"));
+  }
+  if (auto v = get("OTEL_BSP_SCHEDULE_DELAY")) {
+    o.schedule_delay = milliseconds(parse_positive("OTEL_BSP_SCHEDULE_DELAY", *v, "milliseconds"));
+  }
+  if (auto v = get("OTEL_BSP_MAX_QUEUE_SIZE")) {
+    o.max_queue_size = static_cast<std::size_t>(parse_positive("OTEL_BSP_MAX_QUEUE_SIZE", *v, "spans"));
+  }
+  if (auto v = get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")) {
+    o.max_export_batch_size = static_cast<std::size_t>(parse_positive("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", *v, "spans"));
+  }
+  if (auto v = get("OTEL_RESOURCE_ATTRIBUTES")) {
+    for (auto& [key, value] : parse_key_values("OTEL_RESOURCE_ATTRIBUTES", *v)) {
+      if (key == "service.name") {
+        if (!get("OTEL_SERVICE_NAME")) o.service_name = value;
+        continue;
+      }
+      set_attribute(o.resource_attributes, std::move(key), std::move(value));
+    }
+  }
+  if (auto v = get("OTEL_SERVICE_NAME")) o.service_name = std::string(trim(*v));
+  if (auto v = get("OTEL_METRICS_EXPORTER")) {
+    const std::string_view exporter = trim(*v);
+    if (exporter == "none") {
+      o.export_metrics = false;
+    } else if (exporter == "otlp") {
+      o.export_metrics = true;
+    } else {
+      throw Error(ErrorCode::unimplemented, "OTEL_METRICS_EXPORTER: only otlp and none are supported");
+    }
+  }
+  return o;
+}
+
+std::vector<trace::Attribute> otlp_resource(const OtlpOptions& options) {
+  std::string service = options.service_name;
+  if (service.empty()) {
+    for (const auto& a : options.resource_attributes) {
+      if (const auto* name = std::get_if<std::string>(&a.value); a.key == "service.name" && name) service = *name;
+    }
+  }
+  std::vector<trace::Attribute> out{
+      {"service.name", service.empty() ? std::string("unknown_service") : service},
+      {"telemetry.sdk.name", std::string("agentkit")},
+      {"telemetry.sdk.language", std::string("cpp")},
+      {"telemetry.sdk.version", std::string(kOtlpSdkVersion)},
+  };
+  for (const auto& a : options.resource_attributes) {
+    if (a.key == "service.name" || a.key.starts_with("telemetry.sdk.")) continue;
+    set_attribute(out, a.key, a.value);
+  }
+  return out;
+}
+
+// --------------------------------------------------------------- exporter
+
+struct OtlpExporter::Impl {
+  explicit Impl(OtlpOptions o)
+      : options(std::move(o)),
+        logger(detail::logger_or_null(options.logger)),
+        traces_url(options.traces_url()),
+        metrics_url(options.metrics_url()),
+        resource(otlp_resource(options)),
+        transport(TransportOptions{.connect_timeout = std::min(options.export_timeout, milliseconds(10'000)),
+                                   .total_timeout = options.export_timeout,
+                                   .idle_timeout = options.export_timeout,
+                                   .max_retries = options.max_retries,
+                                   .base_backoff = options.retry_backoff,
+                                   .max_backoff = std::max(options.retry_backoff, options.export_timeout)}),
+        ring(options.max_queue_size),
+        capacity(options.max_queue_size),
+        batch(std::min(options.max_export_batch_size, options.max_queue_size)) {
+    for (const auto& [name, value] : options.headers) secrets.add(value);
+    request_headers = options.headers;
+    request_headers.emplace_back("content-type", options.protocol == OtlpProtocol::http_json
+                                                     ? "application/json"
+                                                     : "application/x-protobuf");
+  }
+
+  void run();
+  // Exports `spans` (recording their metrics first).
+  void export_spans(std::vector<trace::Span>& spans);
+  void export_metrics();
+  // Posts one request; false (logged, counted) when it failed.
+  // `what` names the payload ("3 spans"), `outcome` what a failure means for it.
+  bool post(const std::string& url, std::string body, std::string_view what, std::string_view outcome);
+  // `text` with no configured header value in it: redacted, or withheld
+  // when a value too short for the redactor still shows.
+  std::string scrub(std::string text) const;
+
+  const OtlpOptions options;
+  const std::shared_ptr<spdlog::logger> logger;
+  const std::string traces_url;
+  const std::string metrics_url;
+  const std::vector<trace::Attribute> resource;
+  Headers request_headers;
+  Redactor secrets;
+  Transport transport;
+  CancellationToken cancel;  // cancelled when a shutdown deadline passes
+  GenAiMetrics metrics;      // export thread only
+  bool metrics_dirty = false;
+  std::uint64_t dropped_reported = 0;
+
+  std::mutex mutex;  // guards everything below but the counters
+  std::condition_variable wake;      // the export thread waits on it
+  std::condition_variable finished;  // flush() waits on it
+  // The queue: a ring over slots allocated once, so on_end() never allocates.
+  std::vector<trace::Span> ring;
+  const std::size_t capacity;
+  const std::size_t batch;
+  std::size_t head = 0;
+  std::size_t size = 0;
+  std::uint64_t pushed = 0;  // spans ever queued
+  std::uint64_t taken = 0;   // spans ever taken for export
+  // A drain exports every span queued when it began, then the metrics: on a
+  // tick, a flush() and the shutdown.
+  bool draining = false;
+  std::uint64_t drain_target = 0;
+  std::uint64_t flush_requested = 0;  // flush() calls so far
+  std::uint64_t flush_started = 0;    // the requests the current (or last) drain serves
+  std::uint64_t flush_done = 0;       // the requests served
+  bool closed = false;    // on_end() drops
+  bool stopping = false;  // the thread ends once the queue is empty
+  bool abandon = false;   // the thread ends now, dropping what is queued
+  bool exited = false;
+
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> exported{0};
+
+  std::mutex shutdown_mutex;  // one shutdown at a time; later ones find it done
+  bool shut_down = false;
+  std::thread worker;
+};
+
+void OtlpExporter::Impl::run() {
+  std::unique_lock lock(mutex);
+  auto next_tick = Steady::now() + options.schedule_delay;
+  for (;;) {
+    wake.wait_until(lock, next_tick, [&] {
+      return draining || stopping || size >= batch || flush_requested != flush_started;
+    });
+    if (abandon || (stopping && size == 0 && !draining && flush_requested == flush_started)) break;
+    const auto now = Steady::now();
+    if (!draining && (flush_requested != flush_started || stopping || now >= next_tick)) {
+      draining = true;
+      drain_target = pushed;
+      flush_started = flush_requested;
+      if (now >= next_tick) next_tick = now + options.schedule_delay;
+    }
+    if (size >= batch || (draining && taken < drain_target)) {
+      const std::size_t n = std::min(size, batch);
+      std::vector<trace::Span> spans;
+      spans.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        spans.push_back(std::move(ring[head]));
+        head = (head + 1) % capacity;
+      }
+      size -= n;
+      taken += n;
+      lock.unlock();
+      export_spans(spans);
+      lock.lock();
+      continue;
+    }
+    if (draining) {
+      draining = false;
+      const bool send_metrics = !abandon;  // a shutdown past its deadline sends nothing more
+      lock.unlock();
+      if (send_metrics) export_metrics();
+      if (const auto d = dropped.load(std::memory_order_relaxed); d != dropped_reported) {
+        logger->warn("OTLP exporter: {} spans dropped so far (the queue of {} was full, or the exporter shut down)", d,
+                     capacity);
+        dropped_reported = d;
+      }
+      lock.lock();
+      flush_done = flush_started;
+      finished.notify_all();
+    }
+  }
+  // Abandoned at a shutdown deadline: what is still queued is never sent
+  // (after a clean stop nothing is).
+  const std::size_t abandoned = size;
+  dropped.fetch_add(abandoned, std::memory_order_relaxed);
+  for (; size > 0; --size) {
+    ring[head] = trace::Span{};
+    head = (head + 1) % capacity;
+  }
+  exited = true;
+  finished.notify_all();
+  lock.unlock();
+  if (abandoned > 0) logger->warn("OTLP exporter shut down at its deadline: {} queued spans dropped", abandoned);
+}
+
+void OtlpExporter::Impl::export_spans(std::vector<trace::Span>& spans) {
+  if (options.export_metrics) {
+    for (const auto& span : spans) metrics_dirty |= metrics.record(span);
+  }
+  std::string body = options.protocol == OtlpProtocol::http_json ? encode_traces_json(spans, resource)
+                                                                 : encode_traces_protobuf(spans, resource);
+  const std::string what = spans.size() == 1 ? "1 span" : std::to_string(spans.size()) + " spans";
+  if (post(traces_url, std::move(body), what, "dropped")) {
+    exported.fetch_add(spans.size(), std::memory_order_relaxed);
+  }
+}
+
+void OtlpExporter::Impl::export_metrics() {
+  if (!metrics_dirty) return;
+  metrics_dirty = false;
+  const auto histograms = metrics.collect(std::chrono::system_clock::now());
+  std::string body = options.protocol == OtlpProtocol::http_json ? encode_metrics_json(histograms, resource)
+                                                                 : encode_metrics_protobuf(histograms, resource);
+  // The values are cumulative: a failed export is made good by the next one.
+  if (!post(metrics_url, std::move(body), "metrics", "their values go with the next export")) metrics_dirty = true;
+}
+
+bool OtlpExporter::Impl::post(const std::string& url, std::string body, std::string_view what,
+                              std::string_view outcome) {
+  HttpRequest request{.method = "POST", .url = url, .headers = request_headers, .body = std::move(body)};
+  // The deadline bounds the retries too; `cancel` ends it at a shutdown deadline.
+  const CancellationToken deadline = cancel.child(Steady::now() + options.export_timeout);
+  try {
+    transport.send(request, &deadline);
+    return true;
+  } catch (const std::exception& e) {
+    failed.fetch_add(1, std::memory_order_relaxed);
+    std::string reason;
+    if (cancel.stop_requested()) {
+      reason = "cancelled by the exporter's shutdown";
+    } else if (deadline.past_deadline()) {
+      reason = "no answer within the export timeout of " + std::to_string(options.export_timeout.count()) + " ms";
+    } else if (const auto* error = dynamic_cast<const agentkit::Error*>(&e)) {
+      reason = std::string(to_string(error->code())) + ": " + scrub(error->what());
+    } else {
+      reason = scrub(e.what());
+    }
+    logger->warn("OTLP export of {} to {} failed ({}): {}", what, url_for_messages(url), outcome, reason);
+    return false;
+  }
+}
+
+std::string OtlpExporter::Impl::scrub(std::string text) const {
+  secrets.redact_in_place(text);
+  for (const auto& [name, value] : options.headers) {
+    if (!value.empty() && text.find(value) != std::string::npos) {
+      return "(details withheld: they contain a header value)";
+    }
+  }
+  return text;
+}
+
+OtlpExporter::OtlpExporter(OtlpOptions options) {
+  check_url("OTLP traces endpoint", options.traces_url());
+  if (options.export_metrics) check_url("OTLP metrics endpoint", options.metrics_url());
+  for (const auto& [name, value] : options.headers) {
+    if (!is_token(name)) {
+      throw Error(ErrorCode::invalid_argument, "OTLP header name '" + name + "' is not a valid name");
+    }
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      throw Error(ErrorCode::invalid_argument, "OTLP header '" + name + "' has a control character in its value");
+    }
+  }
+  if (options.max_queue_size == 0) throw Error(ErrorCode::invalid_argument, "OTLP max_queue_size must be at least 1");
+  if (options.max_export_batch_size == 0) {
+    throw Error(ErrorCode::invalid_argument, "OTLP max_export_batch_size must be at least 1");
+  }
+  if (options.schedule_delay.count() <= 0 || options.export_timeout.count() <= 0) {
+    throw Error(ErrorCode::invalid_argument, "OTLP schedule_delay and export_timeout must be positive");
+  }
+  if (options.max_retries < 0 || options.retry_backoff.count() < 0) {
+    throw Error(ErrorCode::invalid_argument, "OTLP max_retries and retry_backoff must not be negative");
+  }
+  impl_ = std::make_unique<Impl>(std::move(options));
+  impl_->worker = std::thread([impl = impl_.get()] { impl->run(); });
+}
+
+OtlpExporter::~OtlpExporter() { shutdown(); }
+
+void OtlpExporter::on_end(trace::Span span) {
+  Impl& s = *impl_;
+  std::unique_lock lock(s.mutex);
+  if (s.closed || s.size == s.capacity) {
+    s.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  s.ring[(s.head + s.size) % s.capacity] = std::move(span);
+  ++s.size;
+  ++s.pushed;
+  // Only a full batch wakes the thread; otherwise its schedule does.
+  const bool full_batch = s.size == s.batch;
+  lock.unlock();
+  if (full_batch) s.wake.notify_one();
+}
+
+bool OtlpExporter::capture_content() const noexcept { return impl_->options.capture_content; }
+
+bool OtlpExporter::flush(std::chrono::milliseconds timeout) {
+  Impl& s = *impl_;
+  std::unique_lock lock(s.mutex);
+  if (s.exited || s.stopping) return false;
+  const std::uint64_t ticket = ++s.flush_requested;
+  s.wake.notify_one();
+  return s.finished.wait_for(lock, timeout, [&] { return s.flush_done >= ticket || s.exited; }) &&
+         s.flush_done >= ticket;
+}
+
+void OtlpExporter::shutdown(std::optional<std::chrono::milliseconds> timeout) {
+  Impl& s = *impl_;
+  std::lock_guard once(s.shutdown_mutex);
+  if (s.shut_down) return;
+  s.shut_down = true;
+  {
+    std::lock_guard lock(s.mutex);
+    s.closed = true;
+  }
+  const bool flushed = flush(timeout.value_or(s.options.export_timeout));
+  {
+    std::lock_guard lock(s.mutex);
+    s.stopping = true;
+    s.abandon = !flushed;
+  }
+  if (!flushed) s.cancel.cancel();
+  s.wake.notify_all();
+  s.worker.join();
+}
+
+std::uint64_t OtlpExporter::dropped_spans() const noexcept { return impl_->dropped.load(std::memory_order_relaxed); }
+std::uint64_t OtlpExporter::failed_exports() const noexcept { return impl_->failed.load(std::memory_order_relaxed); }
+std::uint64_t OtlpExporter::exported_spans() const noexcept { return impl_->exported.load(std::memory_order_relaxed); }
+const OtlpOptions& OtlpExporter::options() const noexcept { return impl_->options; }
+
+std::shared_ptr<OtlpExporter> make_otlp_exporter_from_env(OtlpOptions base, const EnvLookup& env) {
+  const EnvLookup lookup = env ? env : process_environment();
+  if (const auto disabled = lookup("OTEL_SDK_DISABLED"); disabled && iequals(trim(*disabled), "true")) return nullptr;
+  return std::make_shared<OtlpExporter>(OtlpOptions::from_env(lookup, std::move(base)));
+}
+
+}  // namespace agentkit::providers
