@@ -9,6 +9,7 @@
 #include <agentkit/errors.h>
 #include <agentkit/invoker.h>
 #include <agentkit/providers/models.h>
+#include <agentkit/providers/otlp.h>
 #include <agentkit/state/memory_tool.h>
 
 namespace agentkit::cli {
@@ -59,7 +60,16 @@ AgentRuntime::AgentRuntime(const AgentConfig& config, Options options)
       config_(config),
       transport_(std::make_shared<providers::Transport>()),
       executor_(std::make_shared<ThreadPoolExecutor>(kToolWorkers, spdlog::default_logger())),
-      agent_(build(config_)) {}
+      agent_(build(config_)) {
+  if (!options_.connect) return;
+  const auto set = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
+  if (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
+    providers::OtlpOptions otlp;
+    otlp.logger = spdlog::default_logger();
+    otlp.service_name = "agentkit";  // OTEL_SERVICE_NAME overrides it
+    tracer_ = providers::make_otlp_exporter_from_env(std::move(otlp));
+  }
+}
 
 AgentRuntime::~AgentRuntime() = default;
 
@@ -73,6 +83,10 @@ RunContext AgentRuntime::context(std::shared_ptr<state::Store> store, std::share
   RunContext ctx;
   ctx.logger = spdlog::default_logger();  // the CLI's own logger (main.cpp); library code never falls back to it
   ctx.store = std::move(store);
+  ctx.tracer = tracer_;
+  if (const char* parent = std::getenv("TRACEPARENT"); parent && *parent && !ctx.continue_trace(parent)) {
+    spdlog::default_logger()->warn("TRACEPARENT is not a W3C traceparent; the run starts a trace of its own");
+  }
   ctx.observer = std::move(observer);
   ctx.executor = executor_;
   ctx.autonomy = config_.autonomy;

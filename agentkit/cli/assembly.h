@@ -46,7 +46,11 @@ class AgentRuntime {
   // A context for a run of the agent: the store, the models, the autonomy
   // tier and budget of the definition, the egress allowlist, a worker pool
   // for tool calls, and `observer` (for blocking runs; a sub-agent's events
-  // come through its parent run's, like the parent's own).
+  // come through its parent run's, like the parent's own). When an OTLP
+  // endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT or
+  // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), its spans go there; TRACEPARENT
+  // (the OpenTelemetry convention for a trace handed down through the
+  // environment) makes the run join that trace.
   RunContext context(std::shared_ptr<state::Store> store, std::shared_ptr<Observer> observer = nullptr) const;
 
  private:
@@ -61,6 +65,7 @@ class AgentRuntime {
   std::map<std::string, std::shared_ptr<Model>, std::less<>> models_;
   std::shared_ptr<providers::Transport> transport_;
   std::shared_ptr<Executor> executor_;
+  std::shared_ptr<trace::SpanSink> tracer_;  // null: no collector configured
   std::shared_ptr<const Agent> agent_;
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -23,6 +24,7 @@
 
 #include "assembly.h"
 #include "config.h"
+#include "inspect.h"
 #include "terminal.h"
 
 namespace agentkit::cli {
@@ -89,6 +91,18 @@ std::shared_ptr<state::Store> open_store(const OutputOptions& output) {
     return std::make_shared<state::SqliteStore>(path);
   } catch (const std::exception& e) {
     throw UsageError(std::string("cannot open the state database: ") + e.what());
+  }
+}
+
+// The state database at `path` for reading, or null when there is none
+// (nothing is created).
+std::shared_ptr<state::Store> open_existing_store(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return nullptr;
+  try {
+    return std::make_shared<state::SqliteStore>(path);
+  } catch (const std::exception& e) {
+    throw UsageError("cannot open the state database " + path.string() + ": " + e.what());
   }
 }
 
@@ -326,6 +340,69 @@ int resume_command(const ResumeArgs& args) {
     // Its process died mid-step: continue from the last checkpoint.
     ui.note("recovering run " + args.run_id + " from its last checkpoint");
     return driver.finish(runtime->agent().start_recover(args.run_id, ctx));
+  });
+}
+
+int runs_command(const RunsArgs& args) {
+  return guarded([&] {
+    const fs::path path = args.store.value_or(default_store_path());
+    std::vector<RunSummary> runs;
+    if (auto store = open_existing_store(path)) runs = list_runs(*store, Scope{});
+    bool unreadable = false;
+    for (const auto& run : runs) {
+      if (run.problem.empty()) continue;
+      unreadable = true;
+      std::cerr << "agentkit: run " << first_line(run.run_id, 80) << ": " << first_line(run.problem, 300) << "\n";
+    }
+    if (!args.status.empty()) {
+      std::erase_if(runs, [&](const RunSummary& run) { return run.status() != args.status; });
+    }
+    if (args.json) {
+      for (const auto& run : runs) std::cout << canonical_dump(run_summary_json(run)) << "\n";
+    } else if (runs.empty()) {
+      std::cerr << "no " << (args.status.empty() ? "" : args.status + " ") << "runs in " << path.string() << "\n";
+    } else {
+      std::fflush(stdout);
+      print_runs(runs, stdout);
+    }
+    std::cout.flush();
+    return static_cast<int>(unreadable ? Exit::state : Exit::answered);
+  });
+}
+
+int show_command(const ShowArgs& args) {
+  return guarded([&] {
+    const fs::path path = args.store.value_or(default_store_path());
+    auto store = open_existing_store(path);
+    std::optional<RunView> view;
+    if (store) {
+      try {
+        view = load_view(*store, Scope{}, args.run_id);
+      } catch (const CheckpointError& e) {
+        throw Error(ErrorCode::data_loss, "run " + args.run_id + " is unreadable: " + e.what());
+      }
+    }
+    if (!view) throw Error(ErrorCode::not_found, "no run '" + first_line(args.run_id, 80) + "' in " + path.string());
+    for (const auto& problem : view->problems) std::cerr << "agentkit: warning: " << first_line(problem, 300) << "\n";
+    if (args.html) {
+      const std::string page = view_html(*view);
+      if (*args.html == "-") {
+        std::cout << page;
+      } else {
+        std::ofstream file(*args.html, std::ios::binary | std::ios::trunc);
+        file << page;
+        file.close();
+        if (!file) throw UsageError("cannot write " + args.html->string());
+        std::cerr << "wrote " << args.html->string() << "\n";
+      }
+    } else if (args.json) {
+      std::cout << view_json(*view).dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    } else {
+      std::fflush(stdout);
+      print_view(*view, stdout);
+    }
+    std::cout.flush();
+    return static_cast<int>(view->problems.empty() ? Exit::answered : Exit::state);
   });
 }
 

@@ -44,6 +44,31 @@ int run_command(const RunArgs& args);
 // a file is given.
 int resume_command(const ResumeArgs& args);
 
+struct RunsArgs {
+  std::optional<std::filesystem::path> store;
+  std::string status;  // only runs with this status (RunSummary::status); empty: all
+  bool json = false;
+};
+
+struct ShowArgs {
+  std::string run_id;
+  std::optional<std::filesystem::path> store;
+  bool json = false;
+  std::optional<std::filesystem::path> html;  // write the page here ("-": stdout) instead of the timeline
+};
+
+// `agentkit runs`: the store's runs, newest first, as a table or JSON lines.
+// A run that cannot be read is a row with status "unreadable" and a line
+// on stderr; the others are listed all the same, and the exit code is then
+// Exit::state. A store file that does not exist holds no runs.
+int runs_command(const RunsArgs& args);
+
+// `agentkit show RUN_ID`: one run as a timeline (or JSON, or an HTML page).
+// No such run: ErrorCode::not_found (Exit::rejected); an unreadable run
+// document: data_loss (Exit::state). Spans or sub-runs that cannot be read
+// are left out with a warning on stderr, and the exit code is Exit::state.
+int show_command(const ShowArgs& args);
+
 // `agentkit validate AGENT.yaml`: loads and checks the definition and its
 // sub-agents without starting anything.
 int validate_command(const std::filesystem::path& agent_file);

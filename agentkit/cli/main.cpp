@@ -29,6 +29,8 @@ Usage:
   agentkit resume RUN_ID [AGENT.yaml] [--approve all|ID]... [--reject ID[:reason]]...
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
+  agentkit runs [--status STATUS] [--json] [--store PATH]
+  agentkit show RUN_ID [--json | --html FILE] [--store PATH]
   agentkit COMMAND --help | agentkit --version
 
 Commands:
@@ -44,6 +46,21 @@ Commands:
             mid-step is recovered from its last checkpoint). The definition
             defaults to the file the run was started from.
   validate  Check a definition and its sub-agents without running anything.
+  runs      List the stored runs, newest first: id, agent, status, start,
+            steps, tokens (in/out), cost, calls awaiting approval. STATUS is
+            answered, suspended, failed, cancelled, max_iterations,
+            budget_exhausted or running (mid-step, or its process died).
+  show      One run as a timeline: each model call (tokens, duration,
+            finish reason), each tool call (arguments, outcome, duration,
+            approvals), sub-runs under their call, resumed parts, then the
+            answer or the error. --html FILE writes it as one self-contained
+            page (timeline chart, tokens and cost per call, the conversation
+            with images, approvals) that opens in any browser, offline.
+            Unknown RUN_ID: exit 11. A run, span or sub-run that cannot be
+            read is reported on stderr, the rest shown, and the exit code is 12.
+
+Options of runs and show: --store PATH, --json (runs: one object per line;
+show: one document).
 
 Options of run and resume:
   --json            One JSON object per line on stdout for every event, then
@@ -83,7 +100,9 @@ Definition (the README lists every field):
     - agent: {file: researcher.yaml, description: ..., side_effecting: false}
 
 Environment: AGENTKIT_HOME (state directory), AGENTKIT_LOG (trace, debug,
-info, warn (default), error, off).
+info, warn (default), error, off). OTEL_EXPORTER_OTLP_ENDPOINT (and the
+other OTEL_* variables): send each run's spans to that collector;
+TRACEPARENT: join that W3C trace.
 )";
 
 // A bad command line: the message, then a pointer to the help.
@@ -172,7 +191,26 @@ int main(int argc, char** argv) {
   CLI::App* validate = app.add_subcommand("validate", "Check a definition without running anything");
   validate->add_option("AGENT.yaml", validate_file, "The agent's definition")->required();
 
-  for (CLI::App* command : {run, resume, validate}) command->allow_extras();
+  RunsArgs runs_args;
+  std::string runs_store;
+  CLI::App* runs = app.add_subcommand("runs", "List the stored runs, newest first");
+  runs->add_option("--status", runs_args.status, "Only runs with this status")
+      ->check(CLI::IsMember({"answered", "suspended", "failed", "cancelled", "max_iterations", "budget_exhausted",
+                             "running"}));
+  runs->add_flag("--json", runs_args.json, "One JSON object per run, one per line");
+  runs->add_option("--store", runs_store, "The state database (default $AGENTKIT_HOME/state.db)");
+
+  ShowArgs show_args;
+  std::string show_store, show_html;
+  CLI::App* show = app.add_subcommand("show", "Show one run as a timeline, as JSON or as an HTML page");
+  show->add_option("RUN_ID", show_args.run_id, "The run to show")->required();
+  auto* show_json = show->add_flag("--json", show_args.json, "The run as one JSON document");
+  show->add_option("--html", show_html, "Write the run as a self-contained HTML page to this file ('-': stdout)")
+      ->excludes(show_json);
+  show->add_option("--store", show_store, "The state database (default $AGENTKIT_HOME/state.db)");
+
+  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show};
+  for (CLI::App* command : commands) command->allow_extras();
   if (argc == 2 && std::string_view(argv[1]) == "help") {
     std::cout << app.help();
     return 0;
@@ -188,13 +226,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (argc < 2) return usage_error("no command given");
     const std::string first = argv[1];
-    const bool known = first == "run" || first == "resume" || first == "validate";
+    const bool known = std::any_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->get_name() == first; });
     if (first[0] != '-' && !known) {
       return usage_error("unknown command '" + first + "'");
     }
     return usage_error(e.what());
   }
-  for (CLI::App* command : {run, resume, validate}) {
+  for (CLI::App* command : commands) {
     if (!command->parsed()) continue;
     if (auto problem = leftover(*command)) return usage_error(*problem);
   }
@@ -223,6 +261,15 @@ int main(int argc, char** argv) {
     }
     if (!resume_store.empty()) resume_args.output.store = resume_store;
     return resume_command(resume_args);
+  }
+  if (runs->parsed()) {
+    if (!runs_store.empty()) runs_args.store = runs_store;
+    return runs_command(runs_args);
+  }
+  if (show->parsed()) {
+    if (!show_store.empty()) show_args.store = show_store;
+    if (!show_html.empty()) show_args.html = show_html;
+    return show_command(show_args);
   }
   return validate_command(validate_file);
 }

@@ -26,26 +26,6 @@ std::int64_t millis(std::chrono::microseconds d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-// `text` with control characters other than newline and tab shown as '?', so
-// text from a model or a server cannot move the cursor or restyle a terminal.
-std::string printable(std::string text) {
-  for (char& c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) c = '?';
-  }
-  return text;
-}
-
-// The first line of `text`, printable, at most `max` bytes (cut on a UTF-8
-// boundary).
-std::string first_line(const std::string& text, std::size_t max) {
-  std::string line = printable(text.substr(0, text.find('\n')));
-  if (line.size() <= max) return line;
-  std::size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-  return line.substr(0, cut) + "…";
-}
-
 bool plain_name(const std::string& key) {
   return !key.empty() &&
          std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-'; });
@@ -68,15 +48,22 @@ std::string arguments_preview(const ToolCall& call) {
 
 }  // namespace
 
-std::string call_preview(const ToolCall& call) {
-  return first_line(call.name, kPreviewChars) + "(" + arguments_preview(call) + ")";
+std::string printable(std::string text) {
+  for (char& c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) c = '?';
+  }
+  return text;
 }
 
-namespace {
+std::string first_line(const std::string& text, std::size_t max) {
+  std::string line = printable(text.substr(0, text.find('\n')));
+  if (line.size() <= max) return line;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "…";
+}
 
-std::string call_key(const std::string& call_id, bool nested) { return (nested ? "sub:" : "") + call_id; }
-
-// "2026-12-01T18:24:17.123Z": RFC 3339, UTC, milliseconds.
 std::string rfc3339_millis(std::chrono::system_clock::time_point time) {
   const auto ms = std::chrono::floor<std::chrono::milliseconds>(time);
   const auto seconds = std::chrono::floor<std::chrono::seconds>(ms);
@@ -88,6 +75,14 @@ std::string rfc3339_millis(std::chrono::system_clock::time_point time) {
                 utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>((ms - seconds).count()));
   return text;
 }
+
+std::string call_preview(const ToolCall& call) {
+  return first_line(call.name, kPreviewChars) + "(" + arguments_preview(call) + ")";
+}
+
+namespace {
+
+std::string call_key(const std::string& call_id, bool nested) { return (nested ? "sub:" : "") + call_id; }
 
 constexpr const char* kGreen = "\033[32m";
 constexpr const char* kRed = "\033[31m";

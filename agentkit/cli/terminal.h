@@ -48,6 +48,15 @@ Json event_json(const Event& event, bool nested = false);
 // A call as a status line shows it: "refund(order_id: 'A-1')", bounded.
 std::string call_preview(const ToolCall& call);
 
+// `text` with control characters other than newline and tab shown as '?', so
+// text from a model or a server cannot move the cursor or restyle a terminal.
+std::string printable(std::string text);
+// The first line of `text`, printable, at most `max` bytes (cut on a UTF-8
+// boundary, then "…").
+std::string first_line(const std::string& text, std::size_t max);
+// "2026-12-01T18:24:17.123Z": RFC 3339, UTC, milliseconds.
+std::string rfc3339_millis(std::chrono::system_clock::time_point time);
+
 // A run's outcome as the final JSON line: {"type": "result", "run_id",
 // "stop_reason", "exit_code", "output", "error", "iterations", "usage",
 // "pending": [{"id", "name", "arguments"}], "resume"}, plus, for a run

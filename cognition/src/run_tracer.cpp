@@ -67,72 +67,74 @@ void fail(Span& span, const Failure& failure) {
 
 Span RunTracer::open(std::string name, trace::SpanKind kind, std::string parent) const {
   Span span;
-  span.trace_id = trace_id_;
+  span.trace_id = s_->trace_id;
   span.span_id = trace::new_span_id();
   span.parent_span_id = std::move(parent);
   span.name = std::move(name);
   span.kind = kind;
   span.start = Clock::now();
+  span.attributes.reserve(16);  // what a chat span carries, in one allocation
   return span;
 }
 
 void RunTracer::end(Span&& span) {
-  if (durable_) {
-    if (sink_) {
-      stored_.push_back(span);
+  if (s_->durable) {
+    if (s_->sink) {
+      s_->stored.push_back(span);
     } else {
-      stored_.push_back(std::move(span));
+      s_->stored.push_back(std::move(span));
       return;
     }
   }
-  sink_->on_end(std::move(span));
+  s_->sink->on_end(std::move(span));
 }
 
 void RunTracer::start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model, bool durable) {
   if (!ctx.tracer && !durable) return;
-  sink_ = ctx.tracer;
-  durable_ = durable;
-  content_ = sink_ && sink_->capture_content();
+  s_ = std::make_unique<State>();
+  s_->sink = ctx.tracer;
+  s_->durable = durable;
+  s_->content = s_->sink && s_->sink->capture_content();
   // A sub-run's trace parent is the call that started it; its events' is the run.
   std::string parent = std::exchange(ctx.call_span_id, {});
   if (parent.empty()) parent = ctx.parent_span_id;
   if (!state.trace_id.empty()) {
     // A resumed (or recovered) run: the trace its first part began.
-    trace_id_ = state.trace_id;
+    s_->trace_id = state.trace_id;
     parent = state.trace_span_id;
   } else {
-    trace_id_ = trace::valid_trace_id(ctx.trace_id) ? ctx.trace_id : trace::new_trace_id();
+    s_->trace_id = trace::valid_trace_id(ctx.trace_id) ? ctx.trace_id : trace::new_trace_id();
     if (!trace::valid_span_id(parent)) parent.clear();  // a parent of another trace is no parent
   }
-  ctx.trace_id = trace_id_;
-  run_ = open("invoke_agent " + agent.name(), trace::SpanKind::internal, std::move(parent));
-  ctx.span_id = run_.span_id;
+  ctx.trace_id = s_->trace_id;
+  s_->run = open("invoke_agent " + agent.name(), trace::SpanKind::internal, std::move(parent));
+  ctx.span_id = s_->run.span_id;
   if (state.trace_id.empty()) {
-    state.trace_id = trace_id_;
-    state.trace_span_id = run_.span_id;
+    state.trace_id = s_->trace_id;
+    state.trace_span_id = s_->run.span_id;
   }
-  if (model) provider_ = model->provider();
-  request_model_ = request_model(agent.model(), provider_);
-  add(run_, "gen_ai.operation.name", std::string("invoke_agent"));
-  add(run_, "gen_ai.agent.name", agent.name());
-  add(run_, "gen_ai.conversation.id", state.session.empty() ? state.run_id : state.session);
-  if (!provider_.empty()) add(run_, "gen_ai.provider.name", provider_);
-  add(run_, "gen_ai.request.model", request_model_);
-  add(run_, "agentkit.run.id", state.run_id);
-  add(run_, "agentkit.agent.path", ctx.agent_path);
-  if (state.iterations > 0 || state.phase != Phase::ask_model) add(run_, "agentkit.run.resumed", true);
-  if (content_ && !agent.prompt().empty()) {
-    add(run_, "gen_ai.system_instructions",
+  if (model) s_->provider = model->provider();
+  s_->request_model = request_model(agent.model(), s_->provider);
+  add(s_->run, "gen_ai.operation.name", std::string("invoke_agent"));
+  add(s_->run, "gen_ai.agent.name", agent.name());
+  add(s_->run, "gen_ai.conversation.id", state.session.empty() ? state.run_id : state.session);
+  if (!s_->provider.empty()) add(s_->run, "gen_ai.provider.name", s_->provider);
+  add(s_->run, "gen_ai.request.model", s_->request_model);
+  add(s_->run, "agentkit.run.id", state.run_id);
+  add(s_->run, "agentkit.agent.path", ctx.agent_path);
+  if (state.iterations > 0 || state.phase != Phase::ask_model) add(s_->run, "agentkit.run.resumed", true);
+  if (s_->content && !agent.prompt().empty()) {
+    add(s_->run, "gen_ai.system_instructions",
         Json::array({{{"type", "text"}, {"content", agent.prompt()}}}).dump(-1, ' ', false, Json::error_handler_t::replace));
   }
 }
 
 std::string_view RunTracer::model_started(const ModelRequest& request) {
   if (!on()) return {};
-  Span span = open("chat " + request_model_, trace::SpanKind::client, run_.span_id);
+  Span span = open("chat " + s_->request_model, trace::SpanKind::client, s_->run.span_id);
   add(span, "gen_ai.operation.name", std::string("chat"));
-  if (!provider_.empty()) add(span, "gen_ai.provider.name", provider_);
-  add(span, "gen_ai.request.model", request_model_);
+  if (!s_->provider.empty()) add(span, "gen_ai.provider.name", s_->provider);
+  add(span, "gen_ai.request.model", s_->request_model);
   if (const ModelSettings* s = request.settings) {
     if (s->temperature) add(span, "gen_ai.request.temperature", *s->temperature);
     if (s->top_p) add(span, "gen_ai.request.top_p", *s->top_p);
@@ -140,7 +142,7 @@ std::string_view RunTracer::model_started(const ModelRequest& request) {
     if (s->seed) add(span, "gen_ai.request.seed", std::int64_t{*s->seed});
     if (s->stop && !s->stop->empty()) add(span, "gen_ai.request.stop_sequences", *s->stop);
   }
-  if (content_) {
+  if (s_->content) {
     Json messages = Json::array();
     for (const Message& m : request.messages) messages.push_back(message_json(m));
     add(span, "gen_ai.input.messages", messages.dump(-1, ' ', false, Json::error_handler_t::replace));
@@ -150,21 +152,21 @@ std::string_view RunTracer::model_started(const ModelRequest& request) {
               .dump(-1, ' ', false, Json::error_handler_t::replace));
     }
   }
-  chat_traceparent_ = trace::format_traceparent(trace_id_, span.span_id);
-  chat_ = std::move(span);
-  return chat_traceparent_;
+  s_->chat_traceparent = trace::format_traceparent(s_->trace_id, span.span_id);
+  s_->chat = std::move(span);
+  return s_->chat_traceparent;
 }
 
 void RunTracer::model_finished(const ModelResponse& response, std::optional<double> cost_usd) {
-  if (!chat_) return;
-  Span& span = *chat_;
+  if (!s_ || !s_->chat) return;
+  Span& span = *s_->chat;
   span.end = Clock::now();
   if (!response.id.empty()) add(span, "gen_ai.response.id", response.id);
   if (!response.model.empty()) add(span, "gen_ai.response.model", response.model);
   add(span, "gen_ai.response.finish_reasons", std::vector<std::string>{response.finish_reason});
   add_usage(span, response.usage);
   if (cost_usd) add(span, "agentkit.usage.cost_usd", *cost_usd);
-  if (content_) {
+  if (s_->content) {
     Json out = message_json(response.message);
     out["role"] = "assistant";
     out["finish_reason"] = response.finish_reason;
@@ -172,17 +174,17 @@ void RunTracer::model_finished(const ModelResponse& response, std::optional<doub
         Json::array({std::move(out)}).dump(-1, ' ', false, Json::error_handler_t::replace));
   }
   end(std::move(span));
-  chat_.reset();
+  s_->chat.reset();
 }
 
 void RunTracer::model_failed(const Failure& failure, const Usage& usage) {
-  if (!chat_) return;
-  Span& span = *chat_;
+  if (!s_ || !s_->chat) return;
+  Span& span = *s_->chat;
   span.end = Clock::now();
   if (usage.total() > 0) add_usage(span, usage);
   fail(span, failure);
   end(std::move(span));
-  chat_.reset();
+  s_->chat.reset();
 }
 
 std::string RunTracer::tool_span_id() const { return on() ? trace::new_span_id() : std::string(); }
@@ -191,10 +193,11 @@ void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const T
                               std::string_view text, Clock::time_point start, Clock::time_point end) {
   if (!on()) return;
   Span span;
-  span.trace_id = trace_id_;
+  span.trace_id = s_->trace_id;
   span.span_id = span_id.empty() ? trace::new_span_id() : std::move(span_id);
-  span.parent_span_id = run_.span_id;
+  span.parent_span_id = s_->run.span_id;
   span.name = "execute_tool " + call.name;
+  span.attributes.reserve(12);
   span.start = start == Clock::time_point{} ? end : start;  // never started (a rejected call): an instant
   span.end = end < span.start ? span.start : end;
   add(span, "gen_ai.operation.name", std::string("execute_tool"));
@@ -203,9 +206,9 @@ void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const T
   add(span, "gen_ai.tool.type", std::string("function"));
   if (tool && !tool->description().empty()) add(span, "gen_ai.tool.description", tool->description());
   add(span, "agentkit.tool.outcome", std::string(to_string(outcome)));
-  if (auto it = decided_.find(call.id); it != decided_.end()) {
+  if (auto it = s_->decided.find(call.id); it != s_->decided.end()) {
     span.events.push_back(std::move(it->second));
-    decided_.erase(it);
+    s_->decided.erase(it);
   }
   switch (outcome) {
     case CallStatus::ok:
@@ -218,7 +221,7 @@ void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const T
       span.status = trace::SpanStatus::error;
       span.status_message = std::string(text.substr(0, 256));
   }
-  if (content_) {
+  if (s_->content) {
     add(span, "gen_ai.tool.call.arguments",
         call.arguments.dump(-1, ' ', false, Json::error_handler_t::replace));
     add(span, "gen_ai.tool.call.result", std::string(text));
@@ -230,37 +233,37 @@ void RunTracer::approval_decided(const ToolCall& call, ApprovalVerdict verdict, 
   if (!on()) return;
   trace::SpanEvent event{"agentkit.approval.decided", Clock::now(), {}};
   event.attributes.push_back(Attribute{"agentkit.approval.decision", std::string(to_string(verdict))});
-  if (!reason.empty() && content_) event.attributes.push_back(Attribute{"agentkit.approval.reason", std::string(reason)});
+  if (!reason.empty() && s_->content) event.attributes.push_back(Attribute{"agentkit.approval.reason", std::string(reason)});
   if (verdict == ApprovalVerdict::rejected) {
     const auto at = event.time;
-    decided_.insert_or_assign(call.id, std::move(event));
+    s_->decided.insert_or_assign(call.id, std::move(event));
     tool_finished({}, call, nullptr, CallStatus::denied, "rejected by a human reviewer", at, at);
     return;
   }
-  decided_.insert_or_assign(call.id, std::move(event));
+  s_->decided.insert_or_assign(call.id, std::move(event));
 }
 
 void RunTracer::run_finished(const RunState& state, const Usage& usage) {
-  if (!on() || ended_) return;
-  add(run_, "agentkit.run.stop_reason", std::string(to_string(state.stop_reason)));
-  add_usage(run_, usage);
-  if (state.cost_usd > 0) add(run_, "agentkit.usage.cost_usd", state.cost_usd);
+  if (!on() || s_->ended) return;
+  add(s_->run, "agentkit.run.stop_reason", std::string(to_string(state.stop_reason)));
+  add_usage(s_->run, usage);
+  if (state.cost_usd > 0) add(s_->run, "agentkit.usage.cost_usd", state.cost_usd);
   std::optional<Failure> failure;
   if (state.stop_reason != StopReason::answered && state.stop_reason != StopReason::suspended) failure = state.failure;
   end_run(failure);
 }
 
 void RunTracer::run_abandoned() {
-  if (!on() || ended_) return;
+  if (!on() || s_->ended) return;
   end_run(Failure{.code = ErrorCode::cancelled, .message = "the run's handle was dropped before it ended"});
 }
 
 void RunTracer::end_run(const std::optional<Failure>& failure) {
-  if (chat_) model_failed(Failure{.code = ErrorCode::cancelled, .message = "the run ended during the call"}, {});
-  run_.end = Clock::now();
-  if (failure) fail(run_, *failure);
-  ended_ = true;
-  end(std::move(run_));
+  if (s_->chat) model_failed(Failure{.code = ErrorCode::cancelled, .message = "the run ended during the call"}, {});
+  s_->run.end = Clock::now();
+  if (failure) fail(s_->run, *failure);
+  s_->ended = true;
+  end(std::move(s_->run));
 }
 
 }  // namespace agentkit::cognition

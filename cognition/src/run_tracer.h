@@ -7,6 +7,7 @@
 // every call returns at once.
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,9 +30,9 @@ class RunTracer {
   // parent run), else a new one; the state records it. Sets ctx.trace_id
   // and ctx.span_id.
   void start(RunContext& ctx, RunState& state, const Agent& agent, const Model* model, bool durable);
-  bool on() const noexcept { return sink_ != nullptr || durable_; }
+  bool on() const noexcept { return s_ != nullptr; }
   // The spans ended since the last call, for the run's next checkpoint.
-  std::vector<trace::Span> take_stored() { return std::exchange(stored_, {}); }
+  std::vector<trace::Span> take_stored() { return s_ ? std::exchange(s_->stored, {}) : std::vector<trace::Span>(); }
 
   // Opens a chat span; returns the traceparent the call's request carries
   // (empty when not traced). Valid until the call ends.
@@ -62,19 +63,24 @@ class RunTracer {
   void end(trace::Span&& span);
   void end_run(const std::optional<Failure>& failure);
 
-  std::shared_ptr<trace::SpanSink> sink_;
-  bool durable_ = false;     // spans also go to stored_
-  bool ended_ = false;       // the invoke_agent span has ended
-  std::vector<trace::Span> stored_;
-  bool content_ = false;
-  std::string trace_id_;
-  trace::Span run_;
-  std::optional<trace::Span> chat_;
-  std::string chat_traceparent_;
-  std::string provider_;
-  std::string request_model_;
-  // Decisions awaiting their call's span: call id -> the event.
-  std::map<std::string, trace::SpanEvent> decided_;
+  // Everything a traced run keeps, allocated only when the run is traced or
+  // durable: an untraced run's engine carries one null pointer.
+  struct State {
+    std::shared_ptr<trace::SpanSink> sink;
+    bool durable = false;  // spans also go to stored
+    bool ended = false;    // the invoke_agent span has ended
+    bool content = false;
+    std::vector<trace::Span> stored;
+    std::string trace_id;
+    trace::Span run;
+    std::optional<trace::Span> chat;
+    std::string chat_traceparent;
+    std::string provider;
+    std::string request_model;
+    // Decisions awaiting their call's span: call id -> the event.
+    std::map<std::string, trace::SpanEvent> decided;
+  };
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace agentkit::cognition
