@@ -184,8 +184,9 @@ OtlpOptions OtlpOptions::from_env(const EnvLookup& env, OtlpOptions base) {
       if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
         throw env_error("OTEL_EXPORTER_OTLP_HEADERS", "the value of '" + name + "' contains a control character");
       }
+      const std::string& key = name;  // a structured binding: clang 14 cannot capture one
       const auto same = std::find_if(o.headers.begin(), o.headers.end(),
-                                     [&](const auto& header) { return iequals(header.first, name); });
+                                     [&](const auto& header) { return iequals(header.first, key); });
       if (same != o.headers.end()) {
         same->second = std::move(value);
       } else {
