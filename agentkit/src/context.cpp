@@ -1,18 +1,17 @@
 #include <agentkit/context.h>
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <mutex>
-#include <random>
 
 #include <spdlog/spdlog.h>
 
 #include <agentkit/detail/logging.h>
 #include <agentkit/trace.h>
+
+#include "process_salt.h"
 
 namespace agentkit {
 
@@ -180,32 +179,13 @@ void RunContext::refresh_event_source() {
   source_ = event_source();
 }
 
-namespace {
-
-std::uint64_t random_bits() {
-  std::random_device random;
-  return (std::uint64_t{random()} << 32) ^ random();
-}
-
-// The process's id salt: 64 random bits, drawn again in a forked child, so
-// no two processes hand out the same ids.
-std::atomic<std::uint64_t>& id_salt() {
-  static std::atomic<std::uint64_t> salt = [] {
-    ::pthread_atfork(nullptr, nullptr, [] { id_salt().store(random_bits(), std::memory_order_relaxed); });
-    return random_bits();
-  }();
-  return salt;
-}
-
-}  // namespace
-
 std::string RunContext::new_id(std::string_view prefix) {
   // Random salt + counter: unique, cheap, no shared mutable state beyond two
   // atomics.
   static std::atomic<std::uint64_t> counter{0};
   char buf[48];
   buf[0] = '_';
-  char* end = std::to_chars(buf + 1, buf + sizeof buf, id_salt().load(std::memory_order_relaxed), 16).ptr;
+  char* end = std::to_chars(buf + 1, buf + sizeof buf, detail::process_salt(), 16).ptr;
   *end++ = '_';
   end = std::to_chars(end, buf + sizeof buf, counter.fetch_add(1, std::memory_order_relaxed), 16).ptr;
   std::string id;

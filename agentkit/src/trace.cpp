@@ -7,7 +7,9 @@
 
 #include <agentkit/error.h>
 
-namespace agentkit::trace {
+#include "process_salt.h"
+
+namespace agentkit {
 namespace {
 
 std::uint64_t random_bits() {
@@ -15,8 +17,6 @@ std::uint64_t random_bits() {
   return (std::uint64_t{random()} << 32) ^ random();
 }
 
-// 64 random bits per process, drawn again in a forked child, so two
-// processes never hand out the same ids.
 std::atomic<std::uint64_t>& salt() {
   static std::atomic<std::uint64_t> value = [] {
     ::pthread_atfork(nullptr, nullptr, [] { salt().store(random_bits(), std::memory_order_relaxed); });
@@ -24,6 +24,13 @@ std::atomic<std::uint64_t>& salt() {
   }();
   return value;
 }
+
+}  // namespace
+
+std::uint64_t detail::process_salt() noexcept { return salt().load(std::memory_order_relaxed); }
+
+namespace trace {
+namespace {
 
 // splitmix64's finaliser: a bijection, so distinct inputs give distinct ids.
 std::uint64_t mix(std::uint64_t z) noexcept {
@@ -35,7 +42,7 @@ std::uint64_t mix(std::uint64_t z) noexcept {
 std::uint64_t next_bits() noexcept {
   static std::atomic<std::uint64_t> counter{0};
   const std::uint64_t n = counter.fetch_add(1, std::memory_order_relaxed);
-  return mix(salt().load(std::memory_order_relaxed) + n * 0x9e3779b97f4a7c15ULL);
+  return mix(detail::process_salt() + n * 0x9e3779b97f4a7c15ULL);
 }
 
 void append_hex(std::string& out, std::uint64_t v) {
@@ -62,7 +69,7 @@ std::string new_trace_id() {
   std::string id;
   id.reserve(32);
   std::uint64_t high = next_bits();
-  const std::uint64_t low = mix(high ^ salt().load(std::memory_order_relaxed));
+  const std::uint64_t low = mix(high ^ detail::process_salt());
   if (high == 0 && low == 0) high = 1;
   append_hex(id, high);
   append_hex(id, low);
@@ -214,4 +221,5 @@ Span span_from_json(const Json& j) {
   }
 }
 
-}  // namespace agentkit::trace
+}  // namespace trace
+}  // namespace agentkit

@@ -88,7 +88,10 @@ StoredRun read_run(Store& store, const Scope& scope, std::string_view run_id, co
     if (doc.is_object()) {
       if (auto spans = doc.find("spans"); spans != doc.end()) {
         if (!spans->is_array()) throw unreadable("its spans are not a list");
-        for (auto& span : *spans) run.sealed.spans.push_back(std::move(span));
+        for (auto& span : *spans) {
+          run.sealed.span_bytes += span.dump().size();
+          run.sealed.spans.push_back(std::move(span));
+        }
         doc.erase(spans);
       }
       const std::string prefix = keys::blobs(scope, run_id);
@@ -143,10 +146,11 @@ Checkpoint::Checkpoint(std::shared_ptr<Store> store, const Scope& scope, std::st
 
 bool Checkpoint::save(const RunState& state, const std::vector<trace::Span>& spans) {
   SealedHistory sealed = sealed_;
-  std::size_t span_bytes = 0;
-  for (const auto& span : spans) sealed.spans.push_back(trace::to_json(span));
-  for (const auto& span : sealed.spans) span_bytes += span.dump().size();
-  if (!sealed.spans.empty() && (span_bytes > kSealBytes || state.phase == Phase::done || state.phase == Phase::suspended)) {
+  for (const auto& span : spans) {
+    sealed.span_bytes += sealed.spans.emplace_back(trace::to_json(span)).dump().size();
+  }
+  if (!sealed.spans.empty() &&
+      (sealed.span_bytes > kSealBytes || state.phase == Phase::done || state.phase == Phase::suspended)) {
     // Under a name only this writer uses, like a history segment: a lost
     // race leaves a duplicate segment of the same spans, never a lost one.
     char seq[24];
@@ -155,9 +159,14 @@ bool Checkpoint::save(const RunState& state, const std::vector<trace::Span>& spa
     put(keys::trace_spans(scope_, trace_id) + run_id_ + seq + writer_,
         Json(std::move(sealed.spans)).dump(-1, ' ', false, Json::error_handler_t::replace));
     sealed.spans.clear();
+    sealed.span_bytes = 0;
   }
-  // History only grows; should it ever shrink, it is stored whole again.
-  if (state.history.size() < sealed.messages) sealed = {};
+  // History only grows; should it ever shrink, it is stored whole again
+  // (the spans not yet written stay: they are not history).
+  if (state.history.size() < sealed.messages) {
+    sealed.segments.clear();
+    sealed.messages = 0;
+  }
   std::size_t unsealed = 0;
   for (std::size_t i = sealed.messages; i < state.history.size(); ++i) unsealed += approximate_size(state.history[i]);
   Json tail = detail::messages_json(state.history, sealed.messages);

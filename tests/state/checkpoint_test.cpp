@@ -167,6 +167,42 @@ TEST_CASE("Checkpoint and load_run from agentkit::state, without an Agent", "[ch
   CHECK(state::load_run(*store, scope, s.run_id)->to_json() == s.to_json());
 }
 
+TEST_CASE("spans not yet written ride in the document, even when the history is stored whole again",
+          "[checkpoint][trace]") {
+  auto store = std::make_shared<state::InMemoryStore>();
+  const Scope scope{.org_id = 7};
+  RunState s = acting_run();
+  trace::Span span;
+  span.trace_id = trace::new_trace_id();
+  span.span_id = trace::new_span_id();
+  span.name = "chat fake";
+
+  Checkpoint checkpoint(store, scope, s.run_id, 0);
+  REQUIRE(checkpoint.save(s, {span}));  // seals the history; the span waits in the document
+  auto stored = state::load_stored_run(*store, scope, s.run_id);
+  REQUIRE(stored);
+  REQUIRE(stored->sealed.segments.size() == 1);
+  REQUIRE(stored->sealed.spans.size() == 1);
+
+  s.history.resize(2);  // shorter than what is sealed: stored whole again
+  trace::Span second = span;
+  second.span_id = trace::new_span_id();
+  REQUIRE(checkpoint.save(s, {second}));
+  stored = state::load_stored_run(*store, scope, s.run_id);
+  REQUIRE(stored);
+  CHECK(stored->sealed.segments.empty());
+  CHECK(stored->state.history.size() == 2);
+  REQUIRE(stored->sealed.spans.size() == 2);  // neither span lost
+  CHECK(stored->sealed.spans[0].at("span_id") == span.span_id);
+  CHECK(stored->sealed.spans[1].at("span_id") == second.span_id);
+  CHECK(store->list(state::keys::trace_spans(scope, span.trace_id)).empty());
+
+  s.phase = Phase::done;  // a rested run writes its spans to the trace
+  REQUIRE(checkpoint.save(s));
+  CHECK(store->list(state::keys::trace_spans(scope, span.trace_id)).size() == 1);
+  CHECK(state::load_stored_run(*store, scope, s.run_id)->sealed.spans.empty());
+}
+
 TEST_CASE("an outcome's image in a suspended batch is a blob, checked on load", "[checkpoint][parts]") {
   auto store = std::make_shared<state::InMemoryStore>();
   // One batch: the camera runs, the gate waits for a human.

@@ -31,6 +31,7 @@ struct SealedHistory {
   std::vector<std::string> segments;
   std::size_t messages = 0;
   std::vector<Json> spans;
+  std::size_t span_bytes = 0;  // their JSON's size, so a save need not measure them again
 };
 
 // Where a durable run persists (a context with a store makes every run
