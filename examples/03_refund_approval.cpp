@@ -6,8 +6,12 @@
 // pending call and resumes the run by its id: the refund runs there, once.
 // A later attempt to approve it again is refused.
 //
-// Run: ./build/examples/example_03_refund_approval
+// Run: ./build/examples/example_03_refund_approval [--store refunds.db]
 // (it starts its second half itself: example_03_refund_approval resume DB RUN_ID)
+// With --store the SQLite file is kept (without it, a temporary one is
+// removed), and `agentkit runs --store refunds.db` / `agentkit show RUN_ID
+// --store refunds.db` show the run: the call that waited, the approval, the
+// refund in the second process.
 //
 // Traced: with OTEL_EXPORTER_OTLP_ENDPOINT set to a collector (for example
 // http://localhost:4318), both processes send the run's spans there over
@@ -129,15 +133,21 @@ Child run_second_process(const char* self, const std::string& db, const std::str
   return child;
 }
 
-int first_process(const char* self) {
+// `kept`: the store's path when the caller named one (it stays), else empty
+// (a temporary store, removed at the end).
+int first_process(const char* self, const std::string& kept) {
   const std::string db =
-      (std::filesystem::temp_directory_path() / ("agentkit_refund_" + std::to_string(::getpid()) + ".db")).string();
+      kept.empty()
+          ? (std::filesystem::temp_directory_path() / ("agentkit_refund_" + std::to_string(::getpid()) + ".db")).string()
+          : kept;
+  std::string shown_run;
   const auto agent = support_agent();
   int status = 1;
   {
     auto ctx = durable_context(db);
     const auto result = agent.run(kTask, ctx);
     const std::string run_id = result.state.run_id;
+    shown_run = run_id;
     std::cout << tag() << "run " << run_id << ": " << to_string(result.stop_reason) << "\n";
     if (result.suspended) {
       for (const auto& call : result.suspended->pending) {
@@ -162,6 +172,12 @@ int first_process(const char* self) {
       }
     }
   }
+  if (!kept.empty()) {
+    std::cout << tag() << "the store is kept; look at the run with:\n"
+              << "  agentkit runs --store " << db << "\n"
+              << "  agentkit show " << shown_run << " --store " << db << "\n";
+    return status;
+  }
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
   return status;
 }
@@ -171,7 +187,12 @@ int first_process(const char* self) {
 int main(int argc, char** argv) {
   try {
     if (argc == 4 && std::string(argv[1]) == "resume") return approve_and_resume(argv[2], argv[3]);
-    return first_process(argv[0]);
+    if (argc == 3 && std::string(argv[1]) == "--store") return first_process(argv[0], argv[2]);
+    if (argc != 1) {
+      std::cerr << "usage: " << argv[0] << " [--store PATH]\n";
+      return 2;
+    }
+    return first_process(argv[0], {});
   } catch (const std::exception& e) {
     std::cerr << tag() << "error: " << e.what() << "\n";
     return 1;

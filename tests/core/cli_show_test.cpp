@@ -8,14 +8,8 @@
 #ifdef AGENTKIT_CLI
 
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
 #include <memory>
-#include <regex>
 #include <set>
-#include <string>
-#include <thread>
-#include <vector>
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
@@ -27,16 +21,12 @@
 #include <agentkit/testing/span_recorder.h>
 #include <agentkit/testing/test_context.h>
 
-#include "../helpers/files.h"
 #include "../helpers/wire_replies.h"
 #include "cli_support.h"
 
-using agentkit::Json;
-using agentkit::testing::WireServer;
 using agentkit_test::json_reply;
 using agentkit_test::read_file;
 using namespace agentkit_test::cli;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -812,6 +802,47 @@ TEST_CASE("the HTML page runs in headless Chromium without errors, injects nothi
     fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
     WARN("screenshot saved to " << keep);
   }
+}
+
+TEST_CASE("example 03 keeps its store when asked, and agentkit runs / show read the refund it approved in a second process",
+          "[cli][show][example]") {
+#ifndef AGENTKIT_EXAMPLE_03
+  WARN("example 03 is not built (AGENTKIT_BUILD_EXAMPLES=OFF): skipped");
+#else
+  TempDir dir;
+  const Outcome example = run_program(dir, AGENTKIT_EXAMPLE_03, {"--store", dir.store()});
+  REQUIRE(example.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(example.out, m, std::regex(R"(\] run (\S+): suspended)")));
+  const std::string id = m[1];
+  CHECK_THAT(example.out, Catch::Contains("agentkit show " + id + " --store " + dir.store()));
+
+  const Outcome runs = run_cli(dir, {"runs", "--json", "--store", dir.store()});
+  CHECK(runs.exit_code == 0);
+  const auto lines = json_lines(runs.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["run_id"] == id);
+  CHECK(lines[0]["agent"] == "support");
+  CHECK(lines[0]["status"] == "answered");
+  CHECK(lines[0]["pending"] == 0);
+
+  const Outcome show = run_cli(dir, {"show", id, "--json", "--store", dir.store()});
+  CHECK(show.exit_code == 0);
+  const Json doc = Json::parse(show.out);
+  CHECK(doc["from_spans"] == true);
+  REQUIRE(doc["parts"].size() == 2);  // suspended in the first process, resumed in the second
+  CHECK(doc["parts"][0]["stop_reason"] == "suspended");
+  CHECK(doc["parts"][1]["stop_reason"] == "answered");
+  Json refund;
+  for (const Json& step : doc["parts"][1]["steps"]) {
+    if (step.value("name", "") == "refund") refund = step;
+  }
+  INFO(doc.dump(2));
+  REQUIRE(refund.is_object());
+  CHECK(refund["outcome"] == "ok");
+  CHECK(refund["approvals"][0]["decision"] == "approved");
+  CHECK_THAT(doc["output"].get<std::string>(), Catch::Contains("refunded"));
+#endif
 }
 
 #endif  // AGENTKIT_CLI

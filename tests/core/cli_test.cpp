@@ -5,39 +5,16 @@
 
 #ifdef AGENTKIT_CLI
 
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <regex>
-#include <sstream>
-#include <string>
-#include <thread>
-#include <tuple>
-#include <vector>
 
-#include <agentkit/json.h>
-#include <agentkit/testing/wire_server.h>
-
-#include "../helpers/files.h"
 #include "../helpers/wire_replies.h"
 #include "cli_support.h"
 
-using agentkit::Json;
-using agentkit::testing::WireServer;
 using agentkit_test::json_reply;
 using agentkit_test::read_file;
 using namespace agentkit_test::cli;
-namespace fs = std::filesystem;
 
 namespace {
 

@@ -2,17 +2,10 @@
 # tests/otel/receiver.mjs, which decodes with the OpenTelemetry project's own
 # generated OTLP definitions (@opentelemetry/otlp-transformer, pinned by
 # tests/otel/package-lock.json). The otel.npm_ci fixture installs them into
-# the build tree with tests/mcp/npm_ci.cmake; after that the tests run
+# the build tree (agentkit_npm_fixture); after that the tests run
 # offline. Included from tests/CMakeLists.txt after the providers suite.
-find_program(AGENTKIT_NODE node)
-find_program(AGENTKIT_NPM npm)
 set(AGENTKIT_OTEL_RECEIVER_DIR ${PROJECT_BINARY_DIR}/otel-receiver)
-
-add_test(NAME otel.npm_ci
-         COMMAND ${CMAKE_COMMAND} -DNODE=${AGENTKIT_NODE} -DNPM=${AGENTKIT_NPM}
-                 -DSOURCE=${CMAKE_CURRENT_SOURCE_DIR}/otel -DDEST=${AGENTKIT_OTEL_RECEIVER_DIR}
-                 -P ${CMAKE_CURRENT_SOURCE_DIR}/mcp/npm_ci.cmake)
-set_tests_properties(otel.npm_ci PROPERTIES FIXTURES_SETUP otel_receiver TIMEOUT 600)
+agentkit_npm_fixture(otel_receiver otel ${AGENTKIT_OTEL_RECEIVER_DIR})
 
 target_compile_definitions(agentkit_providers_tests PRIVATE
   AGENTKIT_NODE="${AGENTKIT_NODE}"
