@@ -141,6 +141,46 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
   models_.emplace(key, providers::make_model(config.model, settings, transport_));
 }
 
+namespace {
+
+std::string names_of(const std::vector<ToolPtr>& tools) {
+  std::string out;
+  for (const auto& tool : tools) out += (out.empty() ? "" : ", ") + tool->name();
+  return out.empty() ? "none" : out;
+}
+
+// The server's tools the agent gets (include / exclude), with the approvals
+// the file asks for. A pattern that names none of them is an error: a typo
+// in `approve_if` must not leave a refund ungated.
+std::vector<ToolPtr> server_tools(const AgentConfig& config, const McpServerConfig& server,
+                                  const std::vector<ToolPtr>& offered) {
+  const auto check = [&](const std::string& what, const std::string& pattern, const std::vector<ToolPtr>& among,
+                         const char* which) {
+    if (!filter_tools(among, {.include = {pattern}}).empty()) return;
+    throw ConfigError(config.file, server.line,
+                      "MCP server '" + server.name + "': " + what + " '" + pattern + "' names none of " + which + " (" +
+                          names_of(among) + ")");
+  };
+  for (const auto& pattern : server.filter.include) check("include", pattern, offered, "its tools");
+  std::vector<ToolPtr> tools = filter_tools(offered, server.filter);
+  for (const auto& pattern : server.requires_approval) {
+    check("requires_approval", pattern, tools, "the tools the agent gets");
+  }
+  for (const auto& entry : server.approve_if) check("approve_if", entry.first, tools, "the tools the agent gets");
+  for (auto& tool : tools) {
+    if (matches_any(server.requires_approval, tool->name())) tool = with_approval(tool);
+    for (const auto& entry : server.approve_if) {
+      if (!matches_any({entry.first}, tool->name())) continue;
+      tool = with_approval(tool, [rule = entry.second](const Json& arguments, const RunContext&) {
+        return rule.evaluate(arguments);
+      });
+    }
+  }
+  return tools;
+}
+
+}  // namespace
+
 const providers::McpClient& AgentRuntime::connect(const AgentConfig& config, const McpServerConfig& server) {
   std::unique_ptr<providers::McpTransport> transport;
   if (server.stdio) {
@@ -203,7 +243,7 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
     if (!options_.connect) break;
     const auto& client = connect(config, server);
     try {
-      registry.add_plugin(server.name, client.tools());
+      registry.add_plugin(server.name, server_tools(config, server, client.tools()));
     } catch (const ToolDefinitionError& e) {
       throw ConfigError(config.file, server.line, e.what());
     }

@@ -452,12 +452,14 @@ class Loader {
       if (kind == "rest") {
         read_rest(Section(file, body, name,
                           {"name", "description", "method", "url", "side_effecting", "idempotent", "requires_approval",
-                           "tags", "params", "headers", "timeout_s", "retries", "max_redirects"},
+                           "approve_if", "tags", "params", "headers", "timeout_s", "retries", "max_redirects"},
                           line),
                   config, names);
       } else if (kind == "mcp") {
         read_mcp(Section(file, body, name,
-                         {"name", "command", "args", "env", "inherit_env", "cwd", "url", "headers", "timeout_s"}, line),
+                         {"name", "command", "args", "env", "inherit_env", "cwd", "url", "headers", "timeout_s", "include",
+                          "exclude", "requires_approval", "approve_if"},
+                         line),
                  config);
       } else if (kind == "memory") {
         const Section memory(file, body, name, {"dir"}, line);
@@ -504,6 +506,10 @@ class Loader {
     def.side_effecting = rest.get<bool>("side_effecting");
     def.idempotent = rest.get_or<bool>("idempotent", false);
     def.requires_approval = rest.get_or<bool>("requires_approval", false);
+    if (rest.has("approve_if")) {
+      const Condition rule = read_condition(rest, "approve_if", rest.node("approve_if"));
+      def.approval_when = [rule](const Json& arguments, const RunContext&) { return rule.evaluate(arguments); };
+    }
     def.tags = rest.get_or<std::vector<std::string>>("tags", {});
     def.headers = rest.get_or<StringPairs>("headers", {});
     def.timeout = rest.get_or<std::chrono::milliseconds>("timeout_s", def.timeout);
@@ -580,7 +586,40 @@ class Loader {
       server.http = std::move(http);
     }
     server.timeout = mcp.get_or<std::chrono::milliseconds>("timeout_s", server.timeout);
+    server.filter.include = mcp.get_or<std::vector<std::string>>("include", {});
+    server.filter.exclude = mcp.get_or<std::vector<std::string>>("exclude", {});
+    if (mcp.has("requires_approval")) {
+      const YAML::Node value = mcp.node("requires_approval");
+      if (value.IsScalar()) {
+        if (mcp.get<bool>("requires_approval").value()) server.requires_approval = {"*"};
+      } else {
+        server.requires_approval = mcp.get<std::vector<std::string>>("requires_approval").value();
+      }
+    }
+    if (mcp.has("approve_if")) {
+      const YAML::Node rules = mcp.node("approve_if");
+      if (!rules.IsMap()) mcp.fail("approve_if", "must map tool names (or patterns) to rules, not " + shown(rules));
+      for (const auto& entry : rules) {
+        const std::string pattern = entry.first.Scalar();
+        server.approve_if.emplace_back(pattern, read_condition(mcp, "approve_if." + pattern, entry.second));
+      }
+    }
     config.mcp.push_back(std::move(server));
+  }
+
+  // An approval rule, parsed now: a syntax error is reported at its line,
+  // with the column inside the rule.
+  static Condition read_condition(const Section& section, const std::string& key, const YAML::Node& value) {
+    if (!value.IsScalar()) {
+      section.fail_at(line_of(value), "'" + key + "' in " + section.name() + " must be a rule (a string), not " + shown(value));
+    }
+    try {
+      return Condition::parse(value.Scalar());
+    } catch (const ConditionSyntaxError& e) {
+      std::string problem = e.what();  // "approve_if: at column 13: ..."
+      if (problem.starts_with("approve_if: ")) problem.erase(0, 12);
+      section.fail_at(line_of(value), "'" + key + "' in " + section.name() + ": " + problem);
+    }
   }
 
   void read_sub_agent(const Section& entry, AgentConfig& config, Names& names) {

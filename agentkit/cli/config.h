@@ -24,7 +24,8 @@
 //         url: https://pay.example.com/v1/orders/{order_id}/refunds
 //         side_effecting: true         # required
 //         idempotent: false
-//         requires_approval: true
+//         requires_approval: true      # every call waits for a human; or, per call:
+//         # approve_if: "amount_cents > 10000"   # see "Approval rules" below
 //         params:
 //           - {name: order_id, description: The order to refund}   # in: path (named in the URL)
 //           - {name: amount_cents, type: integer, description: How much to refund, in cents}
@@ -47,6 +48,25 @@
 // fs_read_file), then either `command` with `args`, `env`, `inherit_env`
 // and `cwd` (stdio), or `url` with `headers` (Streamable HTTP); `timeout_s`.
 // `${VAR}` in `env` and `headers` values is read from the environment.
+// Which of the server's tools the agent gets: `include` and `exclude`, lists
+// of name patterns (the server's own names, '*' any run of characters;
+// exclude wins). Which wait for a human: `requires_approval` (true: all, or
+// a list of patterns) and `approve_if` (a mapping of pattern to rule):
+//     - mcp:
+//         name: shop
+//         command: node
+//         args: [shop-server.mjs]
+//         include: ["get_*", refund, cancel_order]
+//         requires_approval: [cancel_order]
+//         approve_if: {refund: "amount_usd > 100"}
+// A pattern that names no tool the agent gets is an error when the server
+// connects (a typo must not leave a call ungated).
+//
+// Approval rules (`approve_if`): an expression over the call's arguments,
+// true when the call must wait for a human: comparisons (== != < <= > >=),
+// `in [...]`, and, or, not, parentheses, paths such as `order.items[0].sku`
+// (see <agentkit/condition.h>). Checked when the file loads; a call whose
+// arguments cannot decide it (a missing path, a wrong type) waits.
 //
 // Model settings (`model_settings`, also spelled `settings`): temperature,
 // top_p, max_output_tokens, stop (a list), seed, tool_choice (auto,
@@ -74,8 +94,10 @@
 #include <vector>
 
 #include <agentkit/agent.h>
+#include <agentkit/condition.h>
 #include <agentkit/context.h>
 #include <agentkit/providers/mcp.h>
+#include <agentkit/registry.h>
 #include <agentkit/skills.h>
 #include <agentkit/tool.h>
 
@@ -105,6 +127,9 @@ struct McpServerConfig {
   std::optional<providers::McpStdioServer> stdio;
   std::optional<providers::McpHttpServer> http;
   std::chrono::milliseconds timeout{60'000};
+  ToolFilter filter;                           // include / exclude
+  std::vector<std::string> requires_approval;  // patterns: every call of those tools waits
+  std::vector<std::pair<std::string, Condition>> approve_if;  // pattern, rule
   int line = 0;
 };
 

@@ -58,12 +58,9 @@ Approval ApprovalIssuer::issue(const ToolRequest& request, Json proposed) {
       Approval::Grant{request.call_id, request.name, request.tool, request.arguments, std::move(proposed)}));
 }
 
-bool cleared(const ToolRequest& request, Autonomy tier) {
-  return !needs_approval(request, tier) || request.approval.approves(request);
-}
+namespace {
 
-bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
-  if (request.tool && request.tool->requires_approval()) return true;
+bool tier_needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
   switch (tier) {
     case Autonomy::manual:
       return true;
@@ -73,6 +70,35 @@ bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
       return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool cleared(const ToolRequest& request, const RunContext& ctx) {
+  return !needs_approval(request, ctx) || request.approval.approves(request);
+}
+
+bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept {
+  if (request.tool && (request.tool->requires_approval() || request.tool->spec().approval_when)) return true;
+  return tier_needs_approval(request, tier);
+}
+
+bool needs_approval(const ToolRequest& request, const RunContext& ctx) noexcept {
+  if (request.tool) {
+    try {
+      if (request.tool->requires_approval_for(request.arguments, ctx)) return true;
+    } catch (...) {
+      try {
+        detail::logger_or_null(ctx.logger)
+            ->warn("tool '{}' (call {}): its approval rule failed, so the call waits for a decision: {}", request.name,
+                   request.call_id, failure_text(std::current_exception()));
+      } catch (...) {
+        // The decision stands without its log line.
+      }
+      return true;
+    }
+  }
+  return tier_needs_approval(request, ctx.gate_tier());
 }
 
 namespace {
@@ -113,7 +139,7 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
 }
 
 ToolResult run_tool(const ToolRequest& request, RunContext& ctx) {
-  if (!cleared(request, ctx.gate_tier())) return ToolResult::awaiting_approval();
+  if (!cleared(request, ctx)) return ToolResult::awaiting_approval();
   if (!request.tool) return ToolResult::error("unknown tool '" + request.name + "'");
   ctx.call_key = request.ledger_key;
   if (request.ledger && request.effectively_side_effecting()) return run_recorded(request, ctx);

@@ -75,7 +75,7 @@ Middleware idempotent(std::chrono::milliseconds retention) {
   return [table, retention](const ToolRequest& req, RunContext& ctx, const Next& next) {
     if (!req.effectively_side_effecting()) return next(req, ctx);
     // A call no human approved yet goes to the gate, never to a recorded result.
-    if (!cleared(req, ctx.gate_tier())) return next(req, ctx);
+    if (!cleared(req, ctx)) return next(req, ctx);
 
     // Pinned to the run (correlation id): replay never crosses runs.
     const std::string call = call_key(req, ctx);
@@ -143,7 +143,7 @@ Middleware memoize(std::chrono::milliseconds ttl) {
     if (req.effectively_side_effecting()) return next(req, ctx);
     // A call that needs approval runs on its own decision every time: a
     // cached answer never stands in for one.
-    if (needs_approval(req, ctx.gate_tier())) return next(req, ctx);
+    if (needs_approval(req, ctx)) return next(req, ctx);
 
     // Never across scopes (call_key starts with the scope); across runs only
     // for a tool that declares it.

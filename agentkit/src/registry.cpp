@@ -7,12 +7,12 @@
 namespace agentkit {
 namespace {
 
-class RenamedTool final : public Tool {
+// Another tool under a changed spec (a new name, metadata, an approval
+// rule added), sharing its behaviour.
+class WrappedTool final : public Tool {
  public:
-  RenamedTool(ToolPtr inner, std::string name, const Json& extra) : inner_(std::move(inner)), spec_(inner_->spec()) {
-    spec_.name = std::move(name);
-    for (const auto& [key, value] : extra.items()) spec_.metadata[key] = value;
-  }
+  WrappedTool(ToolPtr inner, ToolSpec spec, ApprovalPredicate also_when = {})
+      : inner_(std::move(inner)), spec_(std::move(spec)), also_when_(std::move(also_when)) {}
   const ToolSpec& spec() const noexcept override { return spec_; }
   Json run(const Json& arguments, RunContext& ctx) const override { return inner_->run(arguments, ctx); }
   ToolOutput run_output(const Json& arguments, RunContext& ctx) const override {
@@ -22,11 +22,37 @@ class RenamedTool final : public Tool {
   // is still a read.
   bool side_effecting_for(const Json& arguments) const override { return inner_->side_effecting_for(arguments); }
   void check_arguments(const Json& arguments) const override { inner_->check_arguments(arguments); }
+  bool requires_approval_for(const Json& arguments, const RunContext& ctx) const override {
+    return spec_.effects.requires_approval || inner_->requires_approval_for(arguments, ctx) ||
+           (also_when_ && also_when_(arguments, ctx));
+  }
 
  private:
   ToolPtr inner_;
   ToolSpec spec_;
+  ApprovalPredicate also_when_;  // with_approval()'s rule, on top of the inner tool's
 };
+
+// fnmatch-style over names: '*' matches any run of characters.
+bool matches(std::string_view pattern, std::string_view name) {
+  std::size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = n;
+    } else if (p < pattern.size() && pattern[p] == name[n]) {
+      ++p;
+      ++n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
 
 [[noreturn]] void collision(const std::string& name) {
   throw ToolDefinitionError("ToolRegistry: tool '" + name +
@@ -37,7 +63,43 @@ class RenamedTool final : public Tool {
 
 ToolPtr renamed(ToolPtr tool, std::string new_name, Json extra_metadata) {
   if (!tool) throw ToolDefinitionError("renamed: tool is null");
-  return std::make_shared<RenamedTool>(std::move(tool), std::move(new_name), extra_metadata);
+  ToolSpec spec = tool->spec();
+  spec.name = std::move(new_name);
+  for (const auto& [key, value] : extra_metadata.items()) spec.metadata[key] = value;
+  return std::make_shared<WrappedTool>(std::move(tool), std::move(spec));
+}
+
+ToolPtr with_approval(ToolPtr tool) {
+  if (!tool) throw ToolDefinitionError("with_approval: tool is null");
+  ToolSpec spec = tool->spec();
+  spec.effects.requires_approval = true;
+  return std::make_shared<WrappedTool>(std::move(tool), std::move(spec));
+}
+
+ToolPtr with_approval(ToolPtr tool, ApprovalPredicate when) {
+  if (!tool) throw ToolDefinitionError("with_approval: tool is null");
+  if (!when) throw ToolDefinitionError("with_approval: tool '" + tool->name() + "': the predicate is empty");
+  ToolSpec spec = tool->spec();
+  spec.approval_when = when;  // the added rule; the tool's own still applies (requires_approval_for)
+  return std::make_shared<WrappedTool>(std::move(tool), std::move(spec), std::move(when));
+}
+
+bool matches_any(const std::vector<std::string>& patterns, std::string_view name) {
+  for (const auto& pattern : patterns) {
+    if (matches(pattern, name)) return true;
+  }
+  return false;
+}
+
+std::vector<ToolPtr> filter_tools(const std::vector<ToolPtr>& tools, const ToolFilter& filter) {
+  std::vector<ToolPtr> out;
+  for (const auto& tool : tools) {
+    if (!tool) continue;
+    if (!filter.include.empty() && !matches_any(filter.include, tool->name())) continue;
+    if (matches_any(filter.exclude, tool->name())) continue;
+    out.push_back(tool);
+  }
+  return out;
 }
 
 ToolRegistry ToolRegistry::from_tools(const std::vector<ToolPtr>& tools) {

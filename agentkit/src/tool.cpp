@@ -172,6 +172,10 @@ void Tool::check_arguments(const Json& arguments) const {
 
 namespace detail {
 
+void approval_rule_failed(const std::string& tool, const std::string& why) {
+  throw Error(ErrorCode::invalid_argument, "tool '" + tool + "': its approval rule cannot read the arguments: " + why);
+}
+
 void finish_spec(ToolDraft& draft, Schema parameters, std::vector<std::string> accepted) {
   const std::string& name = draft.spec.name;
   const bool valid_name = !name.empty() && name.size() <= 64 &&

@@ -434,6 +434,7 @@ RestTool::RestTool(RestToolDefinition definition) : def_(std::move(definition)) 
   draft.spec.name = def_.name;
   draft.explicit_description = def_.description;
   draft.spec.effects = Effects{*def_.side_effecting, def_.idempotent, def_.requires_approval};
+  draft.spec.approval_when = def_.approval_when;
   draft.spec.tags = def_.tags;
   draft.spec.metadata = Json{{"url", origin.origin()}, {"method", def_.method}};
   agentkit::detail::finish_spec(draft, std::move(parameters), accepted_);

@@ -406,3 +406,44 @@ TEST_CASE("the Agent and its tools may be destroyed right after start() while a 
   { auto dropped = std::move(handle); }
   CHECK(*destroyed);  // the handle held the last reference
 }
+
+TEST_CASE("cancelling the parent cancels its sub-run: the sub-agent's tool sees it, both runs stop cancelled",
+          "[agent][cancel][as_tool]") {
+  // The sub-agent's tool waits for its run's cancellation (or 5 s).
+  auto saw_cancel = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  auto wait_tool = agentkit::tool("watch")
+                       .doc("Watch the gate until something happens, then report it.")
+                       .side_effecting(false)
+                       .fn([saw_cancel, started](RunContext& ctx) {
+                         started->store(true);
+                         const auto until = Clock::now() + 5s;
+                         while (Clock::now() < until && !ctx.cancellation.cancelled()) std::this_thread::sleep_for(1ms);
+                         saw_cancel->store(ctx.cancellation.cancelled());
+                         return std::string("nothing happened");
+                       });
+  auto watcher = std::make_shared<Agent>("watcher", "fake", "You watch the gate.", react({wait_tool}));
+  auto watch = agentkit::as_tool(watcher, {.name = "delegate_watch",
+                                           .description = "Hand the watching of the gate to the watcher agent.",
+                                           .side_effecting = false});
+  Agent lead("lead", "fake", "You delegate.", react({watch}));
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("p1", "delegate_watch", {{"task", "watch the gate"}})}},  // the parent
+      Turn{.tool_calls = {call("s1", "watch")}},                                          // the sub-run
+      Turn{.content = "never"},
+      Turn{.content = "never"},
+  });
+  auto ctx = make_test_ctx({.llm = llm});
+  std::thread host([&, token = ctx.cancellation] {
+    eventually([&] { return started->load(); });
+    token.cancel();
+  });
+  const auto begun = Clock::now();
+  const auto result = lead.run("Watch the gate", ctx);
+  host.join();
+
+  CHECK(result.stop_reason == StopReason::cancelled);
+  CHECK(Clock::now() - begun < 4s);  // not the tool's 5 s: the cancel reached it
+  CHECK(eventually([&] { return saw_cancel->load(); }));
+  CHECK(llm->requests().size() == 2);  // neither run asked the model again
+}

@@ -22,7 +22,8 @@
 // identifier: [A-Za-z_][A-Za-z0-9_]*, not one of the keywords and, or, not,
 // in, true, false, null. number: -?digits(.digits)?([eE][+-]?digits)?.
 // string: '...' or "...", with the escapes \\ \' \" only. integer: digits.
-// Comparisons do not chain (`a < b < c` is a syntax error).
+// Comparisons do not chain (`a < b < c` is a syntax error). Keys that are
+// not identifiers ("unit-price", "not") cannot be named in a path.
 //
 // Semantics:
 // - A path names a value in the arguments: `order.items[0].price` is
@@ -34,7 +35,8 @@
 // - Booleans, null, arrays and objects take only == and !=; ordering them,
 //   or ordering a number against a string, is a ConditionError.
 // - `==` between values of different types is false, `!=` true, not an
-//   error. Arrays and objects are equal when their elements are.
+//   error. Arrays and objects are equal when their elements are (values
+//   nested more than 64 deep cannot be compared: ConditionError).
 // - `x in [l1, l2, ...]` is true when x == some li.
 // - An operand used as a condition (alone, beside and/or, after not) must be
 //   a JSON boolean: a path to anything else is a ConditionError; a literal
@@ -42,8 +44,8 @@
 // - `and` and `or` evaluate left to right and stop once decided, so
 //   `dry_run or amount > 100` does not look at amount when dry_run is true.
 //   A missing path still errors where it is evaluated: in
-//   `x != null and x > 3`, an absent x is a ConditionError (an explicit
-//   null is false).
+//   `x != null and x > 3`, an absent x is a ConditionError, while x: null
+//   gives false without evaluating `x > 3`.
 //
 // Limits, for rules from untrusted places: text at most 1024 bytes, at most
 // 256 tokens, nesting (parentheses and `not`) at most 32 deep; past any of

@@ -29,6 +29,7 @@
 //     after the body returns; `.output<T>()` declares one for a callable that
 //     returns agentkit::Json; `.no_output_check()` opts out.
 #include <cstddef>
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -99,6 +100,10 @@ struct ToolDraft {
 // Validates the name, resolves the description and fills `spec`; throws
 // ToolDefinitionError on any wiring mistake.
 void finish_spec(ToolDraft& draft, Schema parameters, std::vector<std::string> accepted);
+
+// Throws agentkit::Error (invalid_argument) saying why `tool`'s approval rule
+// could not read a call's arguments.
+[[noreturn]] void approval_rule_failed(const std::string& tool, const std::string& why);
 
 template <class T>
 struct callable_traits : callable_traits<decltype(&std::remove_cvref_t<T>::operator())> {};
@@ -384,8 +389,54 @@ class ToolBuilder {
     return std::move(*this);
   }
   // Always pause for a human decision first, at every autonomy tier.
-  ToolBuilder requires_approval(bool value = true) && {
+  // (A template, so a lambda, which converts to bool, never lands here.)
+  template <std::same_as<bool> B = bool>
+  ToolBuilder requires_approval(B value = true) && {
     draft_.spec.effects.requires_approval = value;
+    return std::move(*this);
+  }
+  // Pause for a human decision when `rule` says so for a call: a callable
+  // taking the arguments, as `const Json&` or as a struct with an
+  // agentkit::Describe specialization (its fields decoded from the arguments;
+  // other keys ignored), and optionally `const RunContext&` after them. A
+  // rule that throws, or whose struct cannot be decoded from the arguments,
+  // means approval is required.
+  //
+  // Example:
+  //   .requires_approval([](const Refund& r) { return r.amount_usd > 100; })
+  template <class Rule>
+    requires(!std::same_as<std::decay_t<Rule>, bool>)
+  ToolBuilder requires_approval(Rule rule) && {
+    using Args = typename detail::callable_traits<std::decay_t<Rule>>::args;
+    constexpr std::size_t kArity = std::tuple_size_v<Args>;
+    static_assert(kArity == 1 || kArity == 2, "agentkit: an approval rule takes (arguments) or (arguments, const RunContext&)");
+    using A = std::remove_cvref_t<std::tuple_element_t<0, Args>>;
+    static_assert(std::is_same_v<A, Json> || DescribedStruct<A>,
+                  "agentkit: an approval rule takes the arguments as const Json& or as a described struct");
+    if constexpr (kArity == 2) {
+      static_assert(detail::is_context_arg<std::tuple_element_t<1, Args>>,
+                    "agentkit: an approval rule's second parameter is const RunContext&");
+    }
+    draft_.spec.approval_when = [rule = std::move(rule), name = draft_.spec.name](const Json& arguments,
+                                                                                  const RunContext& ctx) -> bool {
+      const auto call = [&](const A& value) -> bool {
+        if constexpr (kArity == 2) {
+          return static_cast<bool>(std::invoke(rule, value, ctx));
+        } else {
+          return static_cast<bool>(std::invoke(rule, value));
+        }
+      };
+      if constexpr (std::is_same_v<A, Json>) {
+        return call(arguments);
+      } else {
+        if (!arguments.is_object()) detail::approval_rule_failed(name, "the arguments are not an object");
+        DecodeState st;
+        A value{};
+        std::apply([&](const auto&... f) { (detail::field_decode(arguments, value, f, st), ...); }, Describe<A>::fields);
+        if (!st.ok()) detail::approval_rule_failed(name, st.summary());
+        return call(value);
+      }
+    };
     return std::move(*this);
   }
   // memoize() may answer this tool's calls with another run's cached result.

@@ -148,13 +148,19 @@ class OutcomeUnknownError : public Error {
   explicit OutcomeUnknownError(const std::string& message) : Error(ErrorCode::outcome_unknown, message) {}
 };
 
-// Whether a call must pause for a human decision under `tier`.
+// Whether a call must pause for a human decision in the run of `ctx`: its
+// tool requires approval for it (Tool::requires_approval_for: the tool's
+// declaration or its approval predicate; a predicate that throws means yes,
+// and the failure is logged), or the context's autonomy tier asks for one.
+bool needs_approval(const ToolRequest& request, const RunContext& ctx) noexcept;
+// The same under `tier`, without a run: a tool with an approval predicate
+// needs approval here (there is no context to decide it with).
 bool needs_approval(const ToolRequest& request, Autonomy tier) noexcept;
-// Whether a call may run now under `tier`: it needs no approval, or carries
-// an Approval of exactly this call. What the end of the chain enforces, and
-// what a layer that answers without running (memoize(), idempotent()) checks
-// first: a cached answer never stands in for a decision.
-bool cleared(const ToolRequest& request, Autonomy tier);
+// Whether a call may run now: it needs no approval, or carries an Approval
+// of exactly this call. What the end of the chain enforces, and what a layer
+// that answers without running (memoize(), idempotent()) checks first: a
+// cached answer never stands in for a decision.
+bool cleared(const ToolRequest& request, const RunContext& ctx);
 
 // An ordered middleware chain ending in Tool::run. The first middleware is
 // the outermost. The chain is composed once, at construction.

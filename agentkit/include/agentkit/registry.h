@@ -59,7 +59,9 @@ class ToolRegistry {
   // The tool called `name`, or nullptr.
   ToolPtr find(std::string_view name) const;
   bool contains(std::string_view name) const { return find(name) != nullptr; }
-  // Whether calling `name` always needs a human decision first.
+  // Whether calling `name` always needs a human decision first (its
+  // declaration; a call may need one by its arguments too, see
+  // Tool::requires_approval_for).
   bool requires_approval(std::string_view name) const;
 
   // Specs of the advertised tools (those with a parameters schema), sorted by
@@ -79,5 +81,28 @@ class ToolRegistry {
 // the original's behaviour: its run, its effects and every per-call answer
 // (side_effecting_for, check_arguments). Used by plugins; handy for aliasing.
 ToolPtr renamed(ToolPtr tool, std::string new_name, Json extra_metadata = Json::object());
+
+// A tool whose every call needs a human decision first, sharing the
+// original's behaviour (for a tool you did not declare: an MCP server's, a
+// plugin's).
+ToolPtr with_approval(ToolPtr tool);
+// A tool whose calls need a decision when `when` says so (or throws), on top
+// of whatever the original requires. Its spec's approval_when is `when`.
+//
+// Example (an MCP server's refund tool, over $100 only):
+//   auto refund = with_approval(registry.find("shop_refund"), [](const Json& args, const RunContext&) {
+//     return args.at("amount_usd").get<double>() > 100;
+//   });
+ToolPtr with_approval(ToolPtr tool, ApprovalPredicate when);
+
+// Which of a set of tools (an MCP server's, a plugin's) an agent gets, by
+// name patterns in which '*' matches any run of characters.
+struct ToolFilter {
+  std::vector<std::string> include;  // empty: every tool
+  std::vector<std::string> exclude;  // wins over include
+};
+std::vector<ToolPtr> filter_tools(const std::vector<ToolPtr>& tools, const ToolFilter& filter);
+// Whether `name` matches one of `patterns` (as ToolFilter reads them).
+bool matches_any(const std::vector<std::string>& patterns, std::string_view name);
 
 }  // namespace agentkit

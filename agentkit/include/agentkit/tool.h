@@ -28,6 +28,13 @@ struct Effects {
   bool shared_cache = false;
 };
 
+// Whether one call, with these arguments in this run, must wait for a
+// human's decision (refunds over $100 do; under, they run). Evaluated by the
+// end of the invoker chain before the call runs; a predicate that throws
+// counts as true: an approval rule that cannot decide never lets a call
+// through.
+using ApprovalPredicate = std::function<bool(const Json& arguments, const RunContext& ctx)>;
+
 // Everything known about a tool before it runs. Only name, description and
 // parameters reach the model; the rest is for the host and the middleware.
 struct ToolSpec {
@@ -40,6 +47,9 @@ struct ToolSpec {
   // JSON Schema of the result, when one is declared or inferred.
   std::optional<Schema> output_schema;
   Effects effects;
+  // Set: a call also needs approval when this says so (on top of
+  // effects.requires_approval and the autonomy tier). See ApprovalPredicate.
+  ApprovalPredicate approval_when;
   // The tool passes argument keys it does not advertise through to its body.
   bool accepts_extra_arguments = false;
   // Free-form labels and host data, invisible to the model.
@@ -103,7 +113,15 @@ class Tool {
   // forwards side_effecting_for.
   virtual void check_arguments(const Json& arguments) const;
   bool idempotent() const noexcept { return spec().effects.idempotent; }
+  // Whether every call needs a human decision first (the declaration alone).
   bool requires_approval() const noexcept { return spec().effects.requires_approval; }
+  // Whether this call needs one: requires_approval(), or the spec's
+  // approval_when says so for these arguments in this run. May throw (a
+  // predicate's failure); needs_approval() in <agentkit/invoker.h> takes a
+  // throw as "yes". A wrapper MUST forward it.
+  virtual bool requires_approval_for(const Json& arguments, const RunContext& ctx) const {
+    return requires_approval() || (spec().approval_when && spec().approval_when(arguments, ctx));
+  }
   // Visible to the model (has a parameters schema).
   bool advertised() const noexcept { return spec().parameters.has_value(); }
 

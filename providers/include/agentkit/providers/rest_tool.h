@@ -47,6 +47,7 @@
 //     non-2xx status throws an error with the status and a bounded preview
 //     of the body, which error_boundary() turns into a model-visible result.
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -111,6 +112,7 @@ struct RestToolDefinition {
   std::optional<bool> side_effecting;
   bool idempotent = false;
   bool requires_approval = false;
+  ApprovalPredicate approval_when;  // set: calls need a decision when it says so
   std::vector<std::string> tags;
   std::string method = "GET";
   std::string url;  // template: `{param}` placeholders after the host
@@ -174,7 +176,14 @@ class RestToolBuilder {
   // A repeat of the same call is safe; allows retries of a side-effecting tool.
   RestToolBuilder idempotent(bool value = true) && { return set(def_.idempotent, value); }
   // Always pause for a human decision first, at every autonomy tier.
-  RestToolBuilder requires_approval(bool value = true) && { return set(def_.requires_approval, value); }
+  // (A template, so a lambda, which converts to bool, never lands here.)
+  template <std::same_as<bool> B = bool>
+  RestToolBuilder requires_approval(B value = true) && {
+    return set(def_.requires_approval, value);
+  }
+  // Pause for a human decision when `rule` says so for a call's arguments
+  // (or throws). See agentkit::ApprovalPredicate.
+  RestToolBuilder requires_approval(ApprovalPredicate rule) && { return set(def_.approval_when, std::move(rule)); }
   RestToolBuilder tags(std::vector<std::string> values) && { return set(def_.tags, std::move(values)); }
   // GET, HEAD, POST, PUT, PATCH or DELETE, and the URL template.
   RestToolBuilder endpoint(std::string method, std::string url_template) && {
