@@ -6,7 +6,9 @@
 #include <set>
 
 #include <agentkit/detail/schema_type.h>
+#include <agentkit/context.h>
 #include <agentkit/errors.h>
+#include <agentkit/inject.h>
 #include <agentkit/schema.h>
 
 namespace agentkit {
@@ -171,6 +173,14 @@ void Tool::check_arguments(const Json& arguments) const {
 }
 
 namespace detail {
+
+std::shared_ptr<void> injected(const RunContext& ctx, std::type_index type, const std::string& tool) {
+  if (!ctx.dependencies) {
+    throw MissingDependency("tool '" + tool + "' needs Inject<" + type_name(type) +
+                            ">, and the run's context provides no dependencies");
+  }
+  return ctx.dependencies->get(type, ctx);
+}
 
 void approval_rule_failed(const std::string& tool, const std::string& why) {
   throw Error(ErrorCode::invalid_argument, "tool '" + tool + "': its approval rule cannot read the arguments: " + why);

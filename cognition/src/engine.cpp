@@ -16,6 +16,7 @@
 
 #include <agentkit/errors.h>
 #include <agentkit/executor.h>
+#include <agentkit/inject.h>
 #include <agentkit/invoker.h>
 #include <agentkit/session.h>
 
@@ -99,7 +100,8 @@ struct ModelSlot {
   // (the history is shared with the engine's next calls: see model_history()).
   std::shared_ptr<const std::vector<Message>> messages;
   std::vector<const ToolSpec*> tools;
-  std::optional<std::string> system;  // the strategy's prompt for this call, if not the agent's
+  std::shared_ptr<const std::vector<ToolSpec>> described;  // specs with this turn's descriptions, when any
+  std::optional<std::string> system;  // this call's prompt, when not the agent's fixed one
   ModelResponse response;
   std::exception_ptr error;
 };
@@ -163,7 +165,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     parent_usage_ = std::exchange(ctx_.usage, std::make_shared<UsageMeter>());
     ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
+    if (ctx_.dependencies) ctx_.dependencies = ctx_.dependencies->for_run();
+    unready_ = missing_dependency();
     specs_ = strategy_.tools().schemas();
+    offered_ = specs_;
+    for (const ToolSpec* spec : specs_) dynamic_tools_ = dynamic_tools_ || spec->available || spec->describe;
     if (ctx_.models) {
       try {
         model_ = ctx_.models(agent_.model());
@@ -238,6 +244,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
     }
     if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
+    if (unready_ && (st_.phase == Phase::ask_model || st_.phase == Phase::act)) {
+      cause_ = Failure{.code = ErrorCode::invalid_argument};
+      return finish(StopReason::failed, *std::exchange(unready_, std::nullopt));
+    }
     switch (st_.phase) {
       case Phase::ask_model:
         return model_slot_ ? collect_model() : ask_model();
@@ -420,15 +430,26 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (!done_) checkpoint();
       return;
     }
+    std::optional<std::string> prompt = std::move(next.call.system);
+    if (!prompt && agent_.options().instructions) {
+      try {
+        prompt = agent_.options().instructions(ctx_);
+      } catch (...) {
+        cause_ = failure_of(std::current_exception());
+        return finish(StopReason::failed, "the agent's instructions failed: " + cause_->message);
+      }
+    }
     ctx_.budget->charge_model_step();
     ctx_.emit(ModelCallStarted{st_.iterations + 1});
     model_slot_ = std::make_shared<ModelSlot>();
     auto executor = ctx_.executor;
     const Schema* output_schema =
         agent_.options().output && next.call.output_schema ? &agent_.options().output->schema : nullptr;
+    if (next.call.tools && dynamic_tools_) offer_tools();
     const std::span<const ToolSpec* const> tools =
-        next.call.tools ? std::span<const ToolSpec* const>(specs_) : std::span<const ToolSpec* const>();
-    model_slot_->system = std::move(next.call.system);
+        next.call.tools ? std::span<const ToolSpec* const>(offered_) : std::span<const ToolSpec* const>();
+    model_slot_->described = described_;
+    model_slot_->system = std::move(prompt);
     const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_.prompt();
     ModelRequest request{agent_.model(), system, st_.history, tools, output_schema, settings_.get()};
     request.traceparent = tracer_.model_started(request);
@@ -566,6 +587,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       } else if (ToolPtr tool = strategy_.tools().find(call.name); !tool || !tool->advertised()) {
         // A hidden tool is the host's and the strategy's, never the model's.
         problem = "unknown tool '" + call.name + "'. Advertised tools: " + quoted_list(advertised_names());
+      } else if (dynamic_tools_ && !offered(call.name)) {
+        problem = "tool '" + call.name + "' is not available now; this call was not run. Available tools: " +
+                  quoted_list(advertised_names());
       } else if (!call.arguments_text.empty()) {
         try {
           call.arguments = parse_arguments(call.name, call.arguments_text);
@@ -584,10 +608,75 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     st_.phase = Phase::act;
   }
 
+  // What the run's tools need injected that its context does not provide:
+  // the run fails at its start, before the model is asked or a call runs.
+  std::optional<std::string> missing_dependency() const {
+    for (const ToolPtr& tool : strategy_.tools().tools()) {
+      for (const InjectedType& needed : tool->spec().injected) {
+        if (ctx_.dependencies && ctx_.dependencies->provides(needed.type)) continue;
+        return "tool '" + tool->name() + "' needs Inject<" + needed.name + ">, and the run's context provides none " +
+               "(RunContext::dependencies)";
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The tools offered on the last model call (the advertised ones, less
+  // those whose ToolSpec::available says no).
   std::vector<std::string> advertised_names() const {
     std::vector<std::string> names;
-    for (const ToolSpec* spec : specs_) names.push_back(spec->name);
+    for (const ToolSpec* spec : offered_) names.push_back(spec->name);
     return names;
+  }
+
+  // This turn's tools: each advertised tool whose availability holds, with
+  // its description for this turn. A predicate or describer that throws
+  // withholds the tool or keeps its fixed description, and is logged.
+  void offer_tools() {
+    offered_.clear();
+    auto described = std::make_shared<std::vector<ToolSpec>>();
+    described->reserve(specs_.size());  // stable addresses for offered_
+    const auto warn = [&](const ToolSpec& spec, const char* what) {
+      try {
+        agentkit::detail::logger_or_null(ctx_.logger)
+            ->warn("tool '{}': its {} failed: {}", spec.name, what, failure_of(std::current_exception()).message);
+      } catch (...) {
+      }
+    };
+    for (const ToolSpec* spec : specs_) {
+      if (spec->available) {
+        bool available = false;
+        try {
+          available = spec->available(ctx_);
+        } catch (...) {
+          warn(*spec, "availability check");
+        }
+        if (!available) continue;
+      }
+      std::string description;
+      if (spec->describe) {
+        try {
+          description = spec->describe(ctx_);
+        } catch (...) {
+          warn(*spec, "describer");
+        }
+      }
+      if (description.empty()) {
+        offered_.push_back(spec);
+        continue;
+      }
+      ToolSpec& copy = described->emplace_back(*spec);
+      copy.description = std::move(description);
+      offered_.push_back(&copy);
+    }
+    described_ = std::move(described);
+  }
+
+  bool offered(std::string_view name) const {
+    for (const ToolSpec* spec : offered_) {
+      if (spec->name == name) return true;
+    }
+    return false;
   }
 
   // ------------------------------------------------------------ tools
@@ -890,7 +979,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::optional<Failure> model_error_;  // why the resolver gave no model
   std::optional<Failure> cause_;        // what fails the run: its code and details (finish() adds the message)
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
-  std::vector<const ToolSpec*> specs_;
+  std::vector<const ToolSpec*> specs_;    // every advertised tool
+  std::vector<const ToolSpec*> offered_;  // those offered on the last model call
+  std::shared_ptr<const std::vector<ToolSpec>> described_;  // what offered_ points into for described tools
+  bool dynamic_tools_ = false;
+  std::optional<std::string> unready_;  // a dependency the tools need and the context lacks            // some tool's availability or description depends on the context
   // The agent's model settings overridden by the run's (kept in its state).
   std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
       agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));

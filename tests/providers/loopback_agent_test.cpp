@@ -2,6 +2,9 @@
 // on loopback: libcurl on one side, WireServer on the other.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <memory>
+
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
@@ -86,6 +89,59 @@ TEST_CASE("Lisbon through the OpenAI adapter without streaming", "[loopback][ope
   CHECK(result.output == "About 545,000.");
   CHECK(server.requests().at(1).body.find("545000") != std::string::npos);
   CHECK(Json::parse(server.requests().at(0).body).contains("stream") == false);
+}
+
+TEST_CASE("context-dependent tools and prompt through the OpenAI adapter: each request carries that turn's",
+          "[loopback][openai][available][instructions]") {
+  WireServer server;
+  const auto reply_calls = [](const std::string& id, const std::string& name) {
+    return json_reply({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
+                                     {"message", {{"role", "assistant"}, {"content", nullptr},
+                                                  {"tool_calls", {{{"id", id}, {"type", "function"},
+                                                                   {"function", {{"name", name}, {"arguments", "{}"}}}}}}}}}}}});
+  };
+  server.enqueue(reply_calls("c1", "open_session"));
+  server.enqueue(reply_calls("c2", "close_account"));
+  server.enqueue(json_reply({{"choices", {{{"index", 0}, {"finish_reason", "stop"},
+                                            {"message", {{"role", "assistant"}, {"content", "Closed."}}}}}}}));
+  auto open = std::make_shared<std::atomic<bool>>(false);
+  auto open_session = agentkit::tool("open_session")
+                          .doc("Open the customer's session; account tools appear once it is open.")
+                          .side_effecting(true)
+                          .fn([open] {
+                            open->store(true);
+                            return std::string("open");
+                          });
+  auto close_account = agentkit::tool("close_account")
+                           .doc("Close the customer's account.")
+                           .side_effecting(true)
+                           .available_if([open](const agentkit::RunContext&) { return open->load(); })
+                           .describe([](const agentkit::RunContext& ctx) { return "Close the account of " + ctx.agent_path + "'s customer."; })
+                           .fn([] { return std::string("closed"); });
+  agentkit::AgentOptions options;
+  options.instructions = [open](const agentkit::RunContext&) {
+    return std::string(open->load() ? "The session is open." : "Open a session first.");
+  };
+  agentkit::Agent agent("clerk", "openai/gpt-4o-mini@" + server.base_url() + "/v1", "You close accounts.",
+                        agentkit::cognition::react({open_session, close_account}), options);
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key", .stream = false});
+  auto result = agent.run("Close my account", ctx);
+  REQUIRE(result.stop_reason == agentkit::StopReason::answered);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 3);
+  const auto tool_names = [&](std::size_t i) {
+    std::vector<std::string> names;
+    for (const Json& t : Json::parse(requests[i].body).at("tools")) names.push_back(t["function"]["name"]);
+    return names;
+  };
+  const auto system = [&](std::size_t i) { return Json::parse(requests[i].body).at("messages").at(0).at("content"); };
+  CHECK(tool_names(0) == std::vector<std::string>{"open_session"});
+  CHECK(system(0) == "Open a session first.");
+  CHECK(tool_names(1) == std::vector<std::string>{"close_account", "open_session"});
+  const Json second = Json::parse(requests[1].body);
+  CHECK(second["tools"][0]["function"]["description"] == "Close the account of clerk's customer.");
+  CHECK(system(1) == "The session is open.");
 }
 
 TEST_CASE("Lisbon through the Anthropic adapter, streaming, over loopback", "[loopback][anthropic]") {

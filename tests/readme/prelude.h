@@ -37,4 +37,10 @@ extern agentkit::ToolPtr refund;         // side-effecting, requires approval
 extern std::vector<agentkit::ToolPtr> catalog;  // a plugin's tools (search, get, ...)
 extern bool stop_condition;              // whatever makes a host stop a run
 
+// A host's login session, as tools that depend on it see it.
+struct BankSession {
+  bool open() const;
+  std::string customer() const;
+};
+
 }  // namespace readme

@@ -22,6 +22,7 @@ namespace agentkit {
 class Invoker;
 class Executor;
 class EgressAllowlist;  // <agentkit/egress.h>
+class Dependencies;     // <agentkit/inject.h>
 namespace state {
 class Store;  // <agentkit/state/store.h>
 }
@@ -230,6 +231,10 @@ class RunContext {
   std::shared_ptr<const Invoker> invoker;
   std::shared_ptr<Executor> executor;  // where model and tool calls run; inline when null
   std::shared_ptr<const EgressAllowlist> egress;  // where tools may connect; null: anywhere
+  // What tools take as Inject<T> parameters (<agentkit/inject.h>). A run
+  // starts with its own copy (its per-run objects); a run whose tools need a
+  // type this lacks fails at its start.
+  std::shared_ptr<const Dependencies> dependencies;
   std::shared_ptr<spdlog::logger> logger;  // where library code logs; null: nowhere (never spdlog's default)
   // The run's span (16 hex digits, set by the engine) and the span it
   // hangs under: the span of the run that started it; for a top-level run,

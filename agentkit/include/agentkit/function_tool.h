@@ -42,6 +42,7 @@
 #include <agentkit/context.h>
 #include <agentkit/description.h>
 #include <agentkit/errors.h>
+#include <agentkit/inject.h>
 #include <agentkit/schema.h>
 #include <agentkit/tool.h>
 
@@ -130,7 +131,29 @@ inline constexpr bool is_context_arg = std::is_same_v<std::remove_cvref_t<A>, Ru
 template <class A>
 inline constexpr bool is_extras_arg = std::is_same_v<std::remove_cvref_t<A>, Extras>;
 template <class A>
-inline constexpr bool is_data_arg = !is_context_arg<A> && !is_extras_arg<A>;
+struct is_inject : std::false_type {};
+template <class T>
+struct is_inject<Inject<T>> : std::true_type {};
+template <class A>
+inline constexpr bool is_inject_arg = is_inject<std::remove_cvref_t<A>>::value;
+
+// What an Inject<T> parameter of `tool` gets from ctx.dependencies; throws
+// MissingDependency naming the tool and type (a run checks before it
+// starts, so a call meets this only outside a run).
+std::shared_ptr<void> injected(const RunContext& ctx, std::type_index type, const std::string& tool);
+
+template <class A>
+void add_injected(std::vector<InjectedType>& out) {
+  if constexpr (is_inject_arg<A>) {
+    using T = typename std::remove_cvref_t<A>::type;
+    for (const auto& known : out) {
+      if (known.type == typeid(T)) return;
+    }
+    out.push_back(InjectedType{typeid(T), type_name(typeid(T))});
+  }
+}
+template <class A>
+inline constexpr bool is_data_arg = !is_context_arg<A> && !is_extras_arg<A> && !is_inject_arg<A>;
 
 template <class Tuple>
 struct data_values;
@@ -234,6 +257,9 @@ class FunctionTool final : public Tool {
     output_validate_ = std::move(draft.output_validate);
     output_type_ = draft.output_type;
     draft.spec.accepts_extra_arguments = kTakesExtras;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (add_injected<std::tuple_element_t<I, Args>>(draft.spec.injected), ...);
+    }(std::make_index_sequence<kArity>{});
     finish_spec(draft, std::move(parameters), accepted_);
     spec_ = std::move(draft.spec);
     drop_context_keys_ = kTakesContext && !is_accepted("ctx");
@@ -311,12 +337,15 @@ class FunctionTool final : public Tool {
   }
 
   template <std::size_t I>
-  static decltype(auto) pick(RunContext& ctx, const Extras& extras, Values& values) {
+  decltype(auto) pick(RunContext& ctx, const Extras& extras, Values& values) const {
     using A = std::tuple_element_t<I, Args>;
     if constexpr (is_context_arg<A>) {
       return (ctx);
     } else if constexpr (is_extras_arg<A>) {
       return (extras);
+    } else if constexpr (is_inject_arg<A>) {
+      using In = std::remove_cvref_t<A>;
+      return In(std::static_pointer_cast<typename In::type>(injected(ctx, typeid(typename In::type), spec_.name)));
     } else if constexpr (std::is_reference_v<A>) {
       return std::as_const(std::get<data_index<Args, I>()>(values));
     } else {
@@ -437,6 +466,19 @@ class ToolBuilder {
         return call(value);
       }
     };
+    return std::move(*this);
+  }
+  // Offer the tool to the model only on turns where `predicate` holds for
+  // the run's context (see ToolSpec::available).
+  ToolBuilder available_if(std::function<bool(const RunContext&)> predicate) && {
+    draft_.spec.available = std::move(predicate);
+    return std::move(*this);
+  }
+  // A description computed from the run's context before each model call
+  // (see ToolSpec::describe); the static one (.doc / .description) stays the
+  // fallback and is still required.
+  ToolBuilder describe(std::function<std::string(const RunContext&)> describer) && {
+    draft_.spec.describe = std::move(describer);
     return std::move(*this);
   }
   // memoize() may answer this tool's calls with another run's cached result.

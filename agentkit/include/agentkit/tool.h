@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include <agentkit/json.h>
@@ -26,6 +27,13 @@ struct Effects {
   // memoize() may answer a call with a result cached by another run (of the
   // same scope). Off by default: a run's reads are its own.
   bool shared_cache = false;
+};
+
+// A type a tool has injected (an Inject<T> parameter; <agentkit/inject.h>):
+// what a run checks its context provides before it starts.
+struct InjectedType {
+  std::type_index type;
+  std::string name;  // as the source spells it
 };
 
 // Whether one call, with these arguments in this run, must wait for a
@@ -50,6 +58,17 @@ struct ToolSpec {
   // Set: a call also needs approval when this says so (on top of
   // effects.requires_approval and the autonomy tier). See ApprovalPredicate.
   ApprovalPredicate approval_when;
+  // Set: the tool is offered to the model only on turns where this is true,
+  // evaluated on the run's context before each model call (a throw counts as
+  // false). A call to it on a turn where it was not offered is refused with
+  // a message the model sees, naming the tools it was offered.
+  std::function<bool(const RunContext& ctx)> available;
+  // Set: the description the model sees, computed before each model call
+  // (a throw, or an empty result, keeps `description`).
+  std::function<std::string(const RunContext& ctx)> describe;
+  // The types the tool takes from RunContext::dependencies (its Inject<T>
+  // parameters), never from the arguments.
+  std::vector<InjectedType> injected;
   // The tool passes argument keys it does not advertise through to its body.
   bool accepts_extra_arguments = false;
   // Free-form labels and host data, invisible to the model.

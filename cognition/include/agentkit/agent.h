@@ -271,6 +271,13 @@ struct AgentOptions {
   // that is not well-formed (check_part), makes the call's result a
   // model-visible error instead. Adapters apply their own caps to requests.
   ContentLimits content_limits;
+  // Set: the agent's prompt is this function of the run's context,
+  // evaluated before each model call (so what it reads, a refreshed Skills
+  // listing, the time, the user's account, reaches the model as it changes);
+  // the prompt given to the constructor is then only its name in traces. A
+  // throw fails the run (its Failure's code from the exception). A strategy
+  // that replaces the prompt for a call (ModelCall::system) still wins.
+  std::function<std::string(const RunContext& ctx)> instructions;
 };
 
 struct RunOptions {
