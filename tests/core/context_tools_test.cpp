@@ -93,7 +93,7 @@ TEST_CASE("a tool is offered only on turns its availability holds, and a call on
                                  Catch::Contains("Available tools: ['login']"));
 }
 
-TEST_CASE("an availability check that throws withholds the tool; the run goes on", "[agent][available]") {
+TEST_CASE("an availability check that throws withholds the tool, the run goes on", "[agent][available]") {
   auto flaky = agentkit::tool("flaky")
                    .doc("A tool whose availability check always fails.")
                    .side_effecting(false)
@@ -108,7 +108,7 @@ TEST_CASE("an availability check that throws withholds the tool; the run goes on
   CHECK_THAT(llm->requests().at(1).messages.back().text(), Catch::Contains("not available now"));
 }
 
-TEST_CASE("a description computed per turn reaches the model each turn; a failing one keeps the fixed text",
+TEST_CASE("a description computed per turn reaches the model each turn, a failing one keeps the fixed text",
           "[agent][describe]") {
   auto turn = std::make_shared<std::atomic<int>>(0);
   auto weather = agentkit::tool("weather")

@@ -113,7 +113,7 @@ TEST_CASE("context-dependent tools and prompt through the OpenAI adapter: each r
                             return std::string("open");
                           });
   auto close_account = agentkit::tool("close_account")
-                           .doc("Close the customer's account.")
+                           .doc("Close the customer's bank account.")
                            .side_effecting(true)
                            .available_if([open](const agentkit::RunContext&) { return open->load(); })
                            .describe([](const agentkit::RunContext& ctx) { return "Close the account of " + ctx.agent_path + "'s customer."; })
