@@ -49,7 +49,8 @@ Commands:
   runs      List the stored runs, newest first: id, agent, status, start,
             steps, tokens (in/out), cost, calls awaiting approval. STATUS is
             answered, suspended, failed, cancelled, max_iterations,
-            budget_exhausted or running (mid-step, or its process died).
+            budget_exhausted, guardrail_tripped or running (mid-step, or
+            its process died).
   show      One run as a timeline: each model call (tokens, duration,
             finish reason), each tool call (arguments, outcome, duration,
             approvals), sub-runs under their call, resumed parts, then the
@@ -74,7 +75,7 @@ Options of run and resume:
   --reject ID[:why] Reject a pending call, with an optional reason for the model.
 
 Exit codes: (a failed run's error code picks its class)
-  0  answered                          7  unauthenticated, permission_denied
+  0  answered                          7  unauthenticated, permission_denied, a guardrail tripped
   1  failed: internal or unclassified  8  rate_limited, quota_exceeded, overloaded
   2  usage, configuration or setup     9  unavailable, timeout
   3  suspended (awaiting approval)    10  protocol, truncated
@@ -196,7 +197,7 @@ int main(int argc, char** argv) {
   CLI::App* runs = app.add_subcommand("runs", "List the stored runs, newest first");
   runs->add_option("--status", runs_args.status, "Only runs with this status")
       ->check(CLI::IsMember({"answered", "suspended", "failed", "cancelled", "max_iterations", "budget_exhausted",
-                             "running"}));
+                             "guardrail_tripped", "running"}));
   runs->add_flag("--json", runs_args.json, "One JSON object per run, one per line");
   runs->add_option("--store", runs_store, "The state database (default $AGENTKIT_HOME/state.db)");
 

@@ -166,7 +166,7 @@ code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0}
 .badges span{display:inline-block;margin:2px 6px 2px 0;padding:2px 8px;border-radius:10px;background:#fff;border:1px solid var(--line)}
 .status-answered{background:#e3f4ea!important;border-color:#b5dfc5!important}
-.status-failed,.status-cancelled,.status-unreadable,.status-budget_exhausted,.status-max_iterations{background:#fbe4e4!important;border-color:#f1b8b8!important}
+.status-failed,.status-cancelled,.status-unreadable,.status-budget_exhausted,.status-max_iterations,.status-guardrail_tripped{background:#fbe4e4!important;border-color:#f1b8b8!important}
 .status-suspended,.status-running{background:#fdf5d8!important;border-color:#eddc9c!important}
 .box{background:#fff;border:1px solid var(--line);border-radius:8px;padding:10px 14px;margin:10px 0}
 .box.error{border-color:#f1b8b8;background:#fff6f6}

@@ -152,6 +152,12 @@ Json fields(const RunSuspended& e) {
 Json fields(const RunFinished& e) {
   return {{"type", "run_finished"}, {"stop_reason", to_string(e.stop_reason)}, {"output", e.output}};
 }
+Json fields(const GuardrailChecked& e) {
+  Json j = {{"type", "guardrail_checked"}, {"guardrail", e.guardrail}, {"stage", e.stage}, {"verdict", e.verdict}};
+  if (!e.message.empty()) j["message"] = e.message;
+  if (!e.call_id.empty()) j["call_id"] = e.call_id;
+  return j;
+}
 Json fields(const ToolCallRefused& e) {
   Json call = call_json(e.call);
   return {{"type", "tool_call_refused"},
@@ -226,6 +232,7 @@ Exit exit_code(const RunResult& result) noexcept {
     case StopReason::max_iterations: return Exit::max_iterations;
     case StopReason::budget_exhausted: return Exit::budget_exhausted;
     case StopReason::cancelled: return Exit::cancelled;
+    case StopReason::guardrail_tripped:  // refused by policy
     case StopReason::failed: break;
   }
   return result.failure ? exit_code(result.failure->code) : Exit::failed;
@@ -350,6 +357,12 @@ void Terminal::show_text(const Event& event, bool nested) {
                  // The call shows when it starts; reasoning is not shown.
                  [](const ToolCallDelta&) {},
                  [](const ReasoningDelta&) {},
+                 [&](const GuardrailChecked& e) {
+                   if (e.verdict == "pass") return;
+                   status(indent + mark(styled, e.verdict == "trip" ? kRed : kYellow, "⛨") + " guardrail " +
+                              e.guardrail + " (" + e.stage + "): " + e.verdict + ": " + first_line(e.message, kErrorChars),
+                          {}, {});
+                 },
              },
              event);
 }

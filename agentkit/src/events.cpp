@@ -12,6 +12,7 @@ constexpr EnumValue<StopReason> kStopReasons[] = {
     {StopReason::budget_exhausted, "budget_exhausted"},
     {StopReason::cancelled, "cancelled"},
     {StopReason::failed, "failed"},
+    {StopReason::guardrail_tripped, "guardrail_tripped"},
 };
 
 constexpr EnumValue<CallStatus> kCallStatuses[] = {

@@ -27,6 +27,7 @@ ErrorCode default_code(StopReason reason) noexcept {
     case StopReason::budget_exhausted:
     case StopReason::max_iterations: return ErrorCode::budget_exhausted;
     case StopReason::cancelled: return ErrorCode::cancelled;
+    case StopReason::guardrail_tripped: return ErrorCode::permission_denied;
     default: return ErrorCode::internal;
   }
 }

@@ -16,6 +16,7 @@
 
 #include <agentkit/errors.h>
 #include <agentkit/executor.h>
+#include <agentkit/guardrail.h>
 #include <agentkit/inject.h>
 #include <agentkit/invoker.h>
 #include <agentkit/session.h>
@@ -293,6 +294,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         return admit_calls(std::move(next.message));
       case Next::Kind::answer:
         next.message.role = Role::assistant;
+        for (const OutputGuardrail& g : agent_.options().output_guardrails) {
+          const GuardrailVerdict v =
+              check_guardrail(g.name, "output", {}, false, [&] { return g.check(next.message, ctx_); });
+          if (v.kind != GuardrailVerdict::Kind::pass) return trip(v);
+        }
         st_.output = next.message.text();
         structured_ = std::move(next.structured);
         st_.history.push_back(std::move(next.message));
@@ -422,6 +428,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (st_.iterations >= agent_.options().max_iterations) {
       return finish(StopReason::max_iterations,
                     "max_iterations (" + std::to_string(agent_.options().max_iterations) + ") reached");
+    }
+    if (st_.iterations == 0 && !input_checked_) {
+      input_checked_ = true;
+      for (const InputGuardrail& g : agent_.options().input_guardrails) {
+        const GuardrailVerdict v = check_guardrail(g.name, "input", {}, false, [&] { return g.check(st_.task, ctx_); });
+        if (v.kind != GuardrailVerdict::Kind::pass) return trip(v);
+      }
     }
     if (st_.history.empty()) st_.history.push_back(Message::user(st_.task));
     Next next = strategy_.next_call(step_context(), st_);
@@ -685,6 +698,23 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // The batch runs only once the checkpoint naming it is written: a crash
     // must never leave a call's ledger record without the batch it belongs to.
     if (writer_ && !writer_->idle()) return;
+    // Before-guardrails, in every process that would run the batch (after a
+    // suspension or a crash too): a tripwire stops the run before any call
+    // starts; a repair answers the call without running it.
+    for (std::size_t i = 0; i < st_.batch.size(); ++i) {
+      if (st_.outcomes[i]) continue;
+      const ToolCall& call = st_.batch[i];
+      for (const ToolGuardrail& g : agent_.options().tool_guardrails) {
+        if (!g.before || (!g.tools.empty() && !matches_any(g.tools, call.name))) continue;
+        const GuardrailVerdict v =
+            check_guardrail(g.name, "tool_before", call.id, true, [&] { return g.before(call, ctx_); });
+        if (v.kind == GuardrailVerdict::Kind::trip) return trip(v);
+        if (v.kind == GuardrailVerdict::Kind::repair) {
+          st_.outcomes[i] = CallOutcome{v.message, true, CallStatus::denied};
+          break;
+        }
+      }
+    }
     std::vector<std::size_t> to_run;
     for (std::size_t i = 0; i < st_.batch.size(); ++i) {
       if (!st_.outcomes[i]) to_run.push_back(i);
@@ -814,14 +844,59 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         st_.pending.push_back(call.id);
       } else {
         st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), r->status, std::move(parts)};
+        if (!stopping) check_result(call, *st_.outcomes[i]);
       }
     }
   }
+
+  // After-guardrails on a call's result: a repair replaces what the model
+  // reads; a tripwire stops the run once the batch is collected.
+  void check_result(const ToolCall& call, CallOutcome& outcome) {
+    for (const ToolGuardrail& g : agent_.options().tool_guardrails) {
+      if (tripped_ || !g.after || (!g.tools.empty() && !matches_any(g.tools, call.name))) continue;
+      const GuardrailVerdict v =
+          check_guardrail(g.name, "tool_after", call.id, true, [&] { return g.after(call, outcome, ctx_); });
+      if (v.kind == GuardrailVerdict::Kind::trip) {
+        tripped_ = v.message;
+      } else if (v.kind == GuardrailVerdict::Kind::repair) {
+        outcome = CallOutcome{v.message, true, outcome.outcome == CallStatus::ok ? CallStatus::error : outcome.outcome};
+      }
+    }
+  }
+
+  // Runs one guardrail check, with its event and span. A throw is a
+  // tripwire (fail closed), and so is a repair where only tool guardrails
+  // may repair. A tripwire's message comes back as the run's failure
+  // message, naming the guardrail.
+  template <class Check>
+  GuardrailVerdict check_guardrail(const std::string& name, const char* stage, const std::string& call_id,
+                                   bool may_repair, Check&& check) {
+    const auto start = std::chrono::system_clock::now();
+    GuardrailVerdict verdict;
+    std::string stop;
+    try {
+      verdict = check();
+      stop = "guardrail '" + name + "' tripped: " + verdict.message;
+    } catch (...) {
+      verdict = GuardrailVerdict::trip(failure_of(std::current_exception()).message);
+      stop = "guardrail '" + name + "' failed: " + verdict.message;
+    }
+    if (verdict.kind == GuardrailVerdict::Kind::repair && !may_repair) verdict.kind = GuardrailVerdict::Kind::trip;
+    static constexpr const char* kVerdicts[] = {"pass", "trip", "repair"};
+    GuardrailChecked event{name, stage, kVerdicts[static_cast<int>(verdict.kind)], verdict.message, call_id, {}};
+    tracer_.guardrail_checked(event, start, std::chrono::system_clock::now());
+    ctx_.emit(std::move(event));
+    if (verdict.kind == GuardrailVerdict::Kind::trip) verdict.message = std::move(stop);
+    return verdict;
+  }
+
+  void trip(GuardrailVerdict verdict) { finish(StopReason::guardrail_tripped, std::move(verdict.message)); }
 
   void collect_calls() {
     if (busy()) return;
     auto calls = std::exchange(calls_, nullptr);
     record_calls(*calls, std::nullopt);
+    if (tripped_) return finish(StopReason::guardrail_tripped, *std::exchange(tripped_, std::nullopt));
     if (!st_.pending.empty()) {
       st_.phase = Phase::suspended;
       return finish(StopReason::suspended, {});
@@ -907,6 +982,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       case StopReason::budget_exhausted:
       case StopReason::max_iterations: return Failure{.code = ErrorCode::budget_exhausted, .message = std::move(message)};
       case StopReason::cancelled: return Failure{.code = ErrorCode::cancelled, .message = std::move(message)};
+      case StopReason::guardrail_tripped:
+        return Failure{.code = ErrorCode::permission_denied, .message = std::move(message)};
     }
     Failure f = cause.value_or(Failure{});
     f.message = std::move(message);
@@ -983,7 +1060,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::vector<const ToolSpec*> offered_;  // those offered on the last model call
   std::shared_ptr<const std::vector<ToolSpec>> described_;  // what offered_ points into for described tools
   bool dynamic_tools_ = false;
-  std::optional<std::string> unready_;  // a dependency the tools need and the context lacks            // some tool's availability or description depends on the context
+  std::optional<std::string> unready_;  // a dependency the tools need and the context lacks
+  bool input_checked_ = false;          // the input guardrails ran (once per run)
+  std::optional<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection            // some tool's availability or description depends on the context
   // The agent's model settings overridden by the run's (kept in its state).
   std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
       agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));

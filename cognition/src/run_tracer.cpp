@@ -245,6 +245,23 @@ void RunTracer::approval_decided(const ToolCall& call, ApprovalVerdict verdict, 
   s_->decided.insert_or_assign(call.id, std::move(event));
 }
 
+void RunTracer::guardrail_checked(const GuardrailChecked& check, Clock::time_point start, Clock::time_point end) {
+  if (!on()) return;
+  Span span = open("guardrail " + check.guardrail, trace::SpanKind::internal, s_->run.span_id);
+  span.start = start;
+  span.end = end < start ? start : end;
+  add(span, "agentkit.guardrail.name", check.guardrail);
+  add(span, "agentkit.guardrail.stage", check.stage);
+  add(span, "agentkit.guardrail.verdict", check.verdict);
+  if (!check.call_id.empty()) add(span, "gen_ai.tool.call.id", check.call_id);
+  if (check.verdict == "trip") {
+    add(span, "error.type", std::string("guardrail_tripped"));
+    span.status = trace::SpanStatus::error;
+    span.status_message = check.message.substr(0, 256);
+  }
+  this->end(std::move(span));
+}
+
 void RunTracer::run_finished(const RunState& state, const Usage& usage) {
   if (!on() || s_->ended) return;
   add(s_->run, "agentkit.run.stop_reason", std::string(to_string(state.stop_reason)));

@@ -53,6 +53,10 @@ class RunTracer {
   // own, ended at once: it never runs).
   void approval_decided(const ToolCall& call, ApprovalVerdict verdict, std::string_view reason);
 
+  // A guardrail check: a span of its own under the run ("guardrail {name}"),
+  // an error when it tripped.
+  void guardrail_checked(const GuardrailChecked& check, Clock::time_point start, Clock::time_point end);
+
   // Ends the invoke_agent span.
   void run_finished(const RunState& state, const Usage& usage);
   // Ends it for a run whose handle was dropped before it finished.

@@ -17,7 +17,8 @@ namespace agentkit {
 // Why a run ended. Names (to_string) are what RunState documents and the
 // CLI's JSON carry: "answered", "suspended", "max_iterations",
 // "budget_exhausted", "cancelled", "failed".
-enum class StopReason { answered, suspended, max_iterations, budget_exhausted, cancelled, failed };
+// guardrail_tripped: a guardrail's tripwire stopped the run (<agentkit/guardrail.h>).
+enum class StopReason { answered, suspended, max_iterations, budget_exhausted, cancelled, failed, guardrail_tripped };
 std::string_view to_string(StopReason reason) noexcept;
 // The stop reason named `name`, or nullopt.
 std::optional<StopReason> stop_reason_from_string(std::string_view name) noexcept;
@@ -202,9 +203,21 @@ struct ReasoningDelta {
   EventInfo info;
 };
 
+// One guardrail check (<agentkit/guardrail.h>): `stage` is input, output,
+// tool_before or tool_after (`call_id` set for the tool stages); `verdict`
+// pass, trip or repair; `message` the guardrail's (empty on a pass).
+struct GuardrailChecked {
+  std::string guardrail;
+  std::string stage;
+  std::string verdict;
+  std::string message;
+  std::string call_id;
+  EventInfo info;
+};
+
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
                            RunSuspended, RunFinished, Progress, McpProgress, TextDelta, ToolCallRefused,
-                           ApprovalDecided, ToolCallDelta, ReasoningDelta>;
+                           ApprovalDecided, ToolCallDelta, ReasoningDelta, GuardrailChecked>;
 
 // The metadata of any event (its `info` member).
 const EventInfo& info_of(const Event& event) noexcept;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <agentkit/context.h>
+#include <agentkit/guardrail.h>
 #include <agentkit/invoker.h>
 #include <agentkit/messages.h>
 #include <agentkit/registry.h>
@@ -278,6 +279,10 @@ struct AgentOptions {
   // throw fails the run (its Failure's code from the exception). A strategy
   // that replaces the prompt for a call (ModelCall::system) still wins.
   std::function<std::string(const RunContext& ctx)> instructions;
+  // Checks at fixed points of every run; see <agentkit/guardrail.h>.
+  std::vector<InputGuardrail> input_guardrails;
+  std::vector<OutputGuardrail> output_guardrails;
+  std::vector<ToolGuardrail> tool_guardrails;
 };
 
 struct RunOptions {
