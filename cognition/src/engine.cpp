@@ -1059,10 +1059,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::vector<const ToolSpec*> specs_;    // every advertised tool
   std::vector<const ToolSpec*> offered_;  // those offered on the last model call
   std::shared_ptr<const std::vector<ToolSpec>> described_;  // what offered_ points into for described tools
-  bool dynamic_tools_ = false;
+  bool dynamic_tools_ = false;           // some tool's availability or description depends on the context
   std::optional<std::string> unready_;  // a dependency the tools need and the context lacks
   bool input_checked_ = false;          // the input guardrails ran (once per run)
-  std::optional<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection            // some tool's availability or description depends on the context
+  std::optional<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection
   // The agent's model settings overridden by the run's (kept in its state).
   std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
       agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));
