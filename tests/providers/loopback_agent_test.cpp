@@ -132,7 +132,8 @@ TEST_CASE("context-dependent tools and prompt through the OpenAI adapter: each r
   REQUIRE(requests.size() == 3);
   const auto tool_names = [&](std::size_t i) {
     std::vector<std::string> names;
-    for (const Json& t : Json::parse(requests[i].body).at("tools")) names.push_back(t["function"]["name"]);
+    const Json body = Json::parse(requests[i].body);
+    for (const Json& t : body.at("tools")) names.push_back(t["function"]["name"]);
     return names;
   };
   const auto system = [&](std::size_t i) { return Json::parse(requests[i].body).at("messages").at(0).at("content"); };
