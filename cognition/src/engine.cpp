@@ -417,13 +417,6 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // ------------------------------------------------------------ model
 
   void ask_model() {
-    if (!model_) {
-      cause_ = model_error_.value_or(Failure{.code = ErrorCode::not_found});
-      return finish(StopReason::failed, model_error_ ? model_error_->message
-                                                     : "no model for '" + agent_.model() +
-                                                           "': the context has no model resolver or it "
-                                                           "returned null");
-    }
     if (auto why = ctx_.budget->exhausted()) return finish(StopReason::budget_exhausted, *why);
     if (st_.iterations >= agent_.options().max_iterations) {
       return finish(StopReason::max_iterations,
@@ -442,6 +435,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       apply(std::move(next));
       if (!done_) checkpoint();
       return;
+    }
+    // Checked only now: a strategy that never asks a model (a workflow
+    // routed by the host) needs none.
+    if (!model_) {
+      cause_ = model_error_.value_or(Failure{.code = ErrorCode::not_found});
+      return finish(StopReason::failed, model_error_ ? model_error_->message
+                                                     : "no model for '" + agent_.model() +
+                                                           "': the context has no model resolver or it "
+                                                           "returned null");
     }
     std::optional<std::string> prompt = std::move(next.call.system);
     if (!prompt && agent_.options().instructions) {
