@@ -171,9 +171,7 @@ std::vector<ToolPtr> server_tools(const AgentConfig& config, const McpServerConf
     if (matches_any(server.requires_approval, tool->name())) tool = with_approval(tool);
     for (const auto& entry : server.approve_if) {
       if (!matches_any({entry.first}, tool->name())) continue;
-      tool = with_approval(tool, [rule = entry.second](const Json& arguments, const RunContext&) {
-        return rule.evaluate(arguments);
-      });
+      tool = with_approval(tool, entry.second.approval_rule());
     }
   }
   return tools;

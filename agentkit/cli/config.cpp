@@ -508,7 +508,7 @@ class Loader {
     def.requires_approval = rest.get_or<bool>("requires_approval", false);
     if (rest.has("approve_if")) {
       const Condition rule = read_condition(rest, "approve_if", rest.node("approve_if"));
-      def.approval_when = [rule](const Json& arguments, const RunContext&) { return rule.evaluate(arguments); };
+      def.approval_when = rule.approval_rule();
     }
     def.tags = rest.get_or<std::vector<std::string>>("tags", {});
     def.headers = rest.get_or<StringPairs>("headers", {});

@@ -181,6 +181,12 @@ Json fields(const ToolCallDelta& e) {
   return {{"type", "tool_call_delta"}, {"index", e.index}, {"call_id", e.id}, {"name", e.name}, {"arguments", e.arguments}};
 }
 Json fields(const ReasoningDelta& e) { return {{"type", "reasoning_delta"}, {"text", e.text}}; }
+Json fields(const ContextCompacted& e) {
+  Json j = {{"type", "context_compacted"},     {"previous_from", e.previous_from}, {"from", e.from},
+            {"tokens_before", e.tokens_before}, {"tokens_after", e.tokens_after},   {"summarized", e.summarized}};
+  if (e.summarized) j["usage"] = to_json(e.usage);
+  return j;
+}
 Json fields(const McpProgress& e) {
   Json out = {{"type", "mcp_progress"},
               {"server", e.server},
@@ -357,6 +363,11 @@ void Terminal::show_text(const Event& event, bool nested) {
                  // The call shows when it starts; reasoning is not shown.
                  [](const ToolCallDelta&) {},
                  [](const ReasoningDelta&) {},
+                 [&](const ContextCompacted& e) {
+                   status(indent + "  · context " + (e.summarized ? "summarised" : "trimmed") + ": ~" +
+                              std::to_string(e.tokens_before) + " -> ~" + std::to_string(e.tokens_after) + " tokens",
+                          {}, {});
+                 },
                  [&](const GuardrailChecked& e) {
                    if (e.verdict == "pass") return;
                    status(indent + mark(styled, e.verdict == "trip" ? kRed : kYellow, "⛨") + " guardrail " +

@@ -625,4 +625,8 @@ bool Condition::evaluate(const Json& arguments) const {
   return truth(*root_, arguments);
 }
 
+std::function<bool(const Json& arguments, const RunContext& ctx)> Condition::approval_rule() const {
+  return [rule = *this](const Json& arguments, const RunContext&) { return rule.evaluate(arguments); };
+}
+
 }  // namespace agentkit

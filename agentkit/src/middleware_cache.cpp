@@ -142,8 +142,9 @@ Middleware memoize(std::chrono::milliseconds ttl) {
     // happened; a missed cache hit only costs a re-execution.
     if (req.effectively_side_effecting()) return next(req, ctx);
     // A call that needs approval runs on its own decision every time: a
-    // cached answer never stands in for one.
-    if (needs_approval(req, ctx)) return next(req, ctx);
+    // cached answer never stands in for one. A tool with an approval rule is
+    // never cached, so its rule runs once per call, at the gate.
+    if (needs_approval(req, ctx.gate_tier())) return next(req, ctx);
 
     // Never across scopes (call_key starts with the scope); across runs only
     // for a tool that declares it.

@@ -92,6 +92,9 @@ Json run_state_document(const RunState& s, Json history_json) {
   write_failure(doc, s.failure);
   if (s.model_settings) doc["model_settings"] = s.model_settings->to_json();
   if (!s.trace_id.empty()) doc["trace"] = {{"trace_id", s.trace_id}, {"span_id", s.trace_span_id}};
+  if (s.window.compacted()) {
+    doc["window"] = {{"from", s.window.from}, {"summary", s.window.summary}, {"compactions", s.window.compactions}};
+  }
   return doc;
 }
 
@@ -181,6 +184,18 @@ RunState RunState::from_json(const Json& j) {
       s.trace_span_id = trace->at("span_id").get<std::string>();
       if (!trace::valid_trace_id(s.trace_id) || !trace::valid_span_id(s.trace_span_id)) {
         throw Error(ErrorCode::invalid_argument, "run state: trace holds an id that is not a W3C trace or span id");
+      }
+    }
+    if (auto window = j.find("window"); window != j.end()) {
+      s.window.from = json_integer<std::size_t>(window->at("from"), "run state: window.from");
+      s.window.summary = window->at("summary").get<std::string>();
+      s.window.compactions = json_integer<int>(window->at("compactions"), "run state: window.compactions");
+      if (s.window.compactions < 1 || s.window.from > s.history.size() ||
+          (s.window.from < s.history.size() && s.window.from > 0 && s.history[s.window.from].role == Role::tool)) {
+        throw Error(ErrorCode::invalid_argument,
+                    "run state: window does not fit the history (from " + std::to_string(s.window.from) + " of " +
+                        std::to_string(s.history.size()) + " messages, " + std::to_string(s.window.compactions) +
+                        " compactions)");
       }
     }
     return s;

@@ -80,6 +80,40 @@ Agent::Agent(std::string name, std::string model, std::string prompt, std::share
       options_(std::move(options)) {
   const std::vector<std::string> tools = advertised_tools(*cognition_);
   options_.model_settings.validate(&tools);
+  if (auto& policy = options_.context_policy) {
+    if (policy->max_tokens == 0) {
+      throw std::invalid_argument("agent '" + name_ + "': context_policy.max_tokens must be above 0");
+    }
+    if (policy->target_tokens == 0) policy->target_tokens = policy->max_tokens / 2;
+    if (policy->target_tokens >= policy->max_tokens) {
+      throw std::invalid_argument("agent '" + name_ + "': context_policy.target_tokens (" +
+                                  std::to_string(policy->target_tokens) + ") must be below max_tokens (" +
+                                  std::to_string(policy->max_tokens) + ")");
+    }
+    if (!policy->estimate) policy->estimate = estimate_tokens;
+  }
+}
+
+std::size_t estimate_tokens(const Message& message) {
+  std::size_t bytes = 0, tokens = 4;
+  for (const auto& part : message.content) {
+    if (const auto* text = std::get_if<TextPart>(&part)) {
+      bytes += text->text.size();
+    } else if (const auto* reasoning = std::get_if<ReasoningPart>(&part)) {
+      bytes += reasoning->text.size();
+    } else if (const auto* refusal = std::get_if<RefusalPart>(&part)) {
+      bytes += refusal->text.size();
+    } else {
+      tokens += 512;  // an image or a file
+    }
+  }
+  for (const auto& call : message.tool_calls) {
+    bytes += call.name.size() + call.id.size() +
+             (call.arguments_text.empty() ? call.arguments.dump(-1, ' ', false, Json::error_handler_t::replace).size()
+                                          : call.arguments_text.size());
+  }
+  bytes += message.tool_call_id.size() + message.tool_name.size();
+  return tokens + bytes / 4;
 }
 
 // ---------------------------------------------------------------- durability

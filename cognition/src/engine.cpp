@@ -41,6 +41,11 @@ std::optional<std::string> parts_problem(const ToolResult& result, const Content
   return std::nullopt;
 }
 
+// Whether a tool guardrail checks calls to `tool` (no patterns: every tool).
+bool applies(const ToolGuardrail& guardrail, std::string_view tool) {
+  return guardrail.tools.empty() || matches_any(guardrail.tools, tool);
+}
+
 // Completion signal for work running on the executor. The work holds it
 // (shared), so it outlives a driver that stopped waiting.
 struct Pending {
@@ -105,6 +110,22 @@ struct ModelSlot {
   std::optional<std::string> system;  // this call's prompt, when not the agent's fixed one
   ModelResponse response;
   std::exception_ptr error;
+  // Set for the context policy's summary call: the window it moves to.
+  struct Compaction {
+    std::size_t from = 0, to = 0;  // history[from, to) is summarised
+    std::size_t tokens_before = 0;
+    std::string model;  // the summarizer's model name
+  };
+  std::optional<Compaction> compaction;
+};
+
+// What a run under a context policy keeps to size its window cheaply: the
+// per-message estimates, brought up to date as the history grows.
+struct WindowCache {
+  std::vector<std::size_t> sums{0};  // sums[i]: estimated tokens of history[0, i)
+  std::vector<bool> pinned;          // per message: ContextPolicy::pinned holds
+  bool any_pinned = false;
+  std::shared_ptr<Model> summarizer;  // resolved once, for ContextPolicy::summary_model
 };
 
 // One call of the batch in flight. The engine tells a call that never
@@ -167,10 +188,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
     if (ctx_.dependencies) ctx_.dependencies = ctx_.dependencies->for_run();
-    unready_ = missing_dependency();
+    if (auto missing = missing_dependency()) unready_ = std::make_unique<std::string>(std::move(*missing));
     specs_ = strategy_.tools().schemas();
-    offered_ = specs_;
-    for (const ToolSpec* spec : specs_) dynamic_tools_ = dynamic_tools_ || spec->available || spec->describe;
+    for (const ToolSpec* spec : specs_) {
+      if (spec->available || spec->describe) {
+        turn_ = std::make_unique<TurnTools>();
+        turn_->offered = specs_;
+        break;
+      }
+    }
     if (ctx_.models) {
       try {
         model_ = ctx_.models(agent_.model());
@@ -247,7 +273,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
     if (unready_ && (st_.phase == Phase::ask_model || st_.phase == Phase::act)) {
       cause_ = Failure{.code = ErrorCode::invalid_argument};
-      return finish(StopReason::failed, *std::exchange(unready_, std::nullopt));
+      return finish(StopReason::failed, std::move(*std::exchange(unready_, nullptr)));
     }
     switch (st_.phase) {
       case Phase::ask_model:
@@ -430,6 +456,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
     }
     if (st_.history.empty()) st_.history.push_back(Message::user(st_.task));
+    if (const auto& policy = agent_.options().context_policy) {
+      // Before the strategy decides: a summary call ends this step, and the
+      // next one decides with the new window.
+      if (compact(*policy) || done_) return;
+    }
     Next next = strategy_.next_call(step_context(), st_);
     if (next.kind != Next::Kind::ask) {
       apply(std::move(next));
@@ -457,44 +488,57 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     ctx_.budget->charge_model_step();
     ctx_.emit(ModelCallStarted{st_.iterations + 1});
     model_slot_ = std::make_shared<ModelSlot>();
-    auto executor = ctx_.executor;
     const Schema* output_schema =
         agent_.options().output && next.call.output_schema ? &agent_.options().output->schema : nullptr;
-    if (next.call.tools && dynamic_tools_) offer_tools();
+    if (next.call.tools && turn_) offer_tools();
     const std::span<const ToolSpec* const> tools =
-        next.call.tools ? std::span<const ToolSpec* const>(offered_) : std::span<const ToolSpec* const>();
-    model_slot_->described = described_;
+        next.call.tools ? offered_tools() : std::span<const ToolSpec* const>();
+    if (turn_) model_slot_->described = turn_->described;
     model_slot_->system = std::move(prompt);
+    if (st_.window.compacted()) model_slot_->messages = window_view();
     const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_.prompt();
-    ModelRequest request{agent_.model(), system, st_.history, tools, output_schema, settings_.get()};
+    ModelRequest request{agent_.model(), system,
+                         model_slot_->messages ? std::span<const Message>(*model_slot_->messages)
+                                               : std::span<const Message>(st_.history),
+                         tools, output_schema, settings_.get()};
+    launch(model_, request, settings_);
+  }
+
+  // Starts the call in model_slot_: advanced from poll() when the model has
+  // a non-blocking call, else made inline (an inline executor, or none) or
+  // on the executor. `request` views the slot, the run's history or the
+  // agent copy; on the executor the work rebuilds it from the slot and the
+  // agent copy, and `settings` (what request.settings points to) rides along.
+  void launch(const std::shared_ptr<Model>& model, ModelRequest& request,
+              std::shared_ptr<const ModelSettings> settings) {
     request.traceparent = tracer_.model_started(request);
     try {
-      // A model with its own non-blocking call is advanced from poll().
-      if ((in_flight_ = model_->begin(request, ctx_))) return;
+      if ((in_flight_ = model->begin(request, ctx_))) return;
     } catch (...) {
       model_slot_->error = std::current_exception();
       return;
     }
+    auto executor = ctx_.executor;
     if (!executor || executor->inline_execution()) {
       // Same thread: the request views the run's own history, no copies.
       try {
-        model_slot_->response = model_->complete(request, ctx_);
+        model_slot_->response = model->complete(request, ctx_);
       } catch (...) {
         model_slot_->error = std::current_exception();
       }
       return;
     }
-    model_slot_->messages = model_history();
-    model_slot_->tools.assign(tools.begin(), tools.end());
+    if (!model_slot_->messages) model_slot_->messages = model_history();
+    model_slot_->tools.assign(request.tools.begin(), request.tools.end());
     pending_ = std::make_shared<Pending>();
     pending_->add(1);
     // The work shares the slot (its messages, tools and prompt) and the agent
-    // copy (its name, prompt and output schema), never the engine.
-    executor->submit([slot = model_slot_, pending = pending_, model = model_, ctx = worker_context(),
-                      agent = agent_owner_, output_schema, settings = settings_,
+    // copy (the model's name, the prompt, the output schema), never the engine.
+    executor->submit([slot = model_slot_, pending = pending_, model, ctx = worker_context(), agent = agent_owner_,
+                      name = request.model, output_schema = request.output_schema, settings = std::move(settings),
                       traceparent = std::string(request.traceparent)]() mutable {
       const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
-      ModelRequest request{agent->model(), system, *slot->messages, slot->tools, output_schema, settings.get()};
+      ModelRequest request{name, system, *slot->messages, slot->tools, output_schema, settings.get()};
       request.traceparent = traceparent;
       try {
         slot->response = model->complete(request, ctx);
@@ -534,6 +578,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     }
     if (busy()) return;
     auto slot = std::exchange(model_slot_, nullptr);
+    if (slot->compaction) return summarized(*slot);
     if (slot->error) {
       cause_ = failure_of(slot->error);
       cause_->model = agent_.model();
@@ -602,7 +647,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       } else if (ToolPtr tool = strategy_.tools().find(call.name); !tool || !tool->advertised()) {
         // A hidden tool is the host's and the strategy's, never the model's.
         problem = "unknown tool '" + call.name + "'. Advertised tools: " + quoted_list(advertised_names());
-      } else if (dynamic_tools_ && !offered(call.name)) {
+      } else if (turn_ && !offered(call.name)) {
         problem = "tool '" + call.name + "' is not available now; this call was not run. Available tools: " +
                   quoted_list(advertised_names());
       } else if (!call.arguments_text.empty()) {
@@ -640,7 +685,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // those whose ToolSpec::available says no).
   std::vector<std::string> advertised_names() const {
     std::vector<std::string> names;
-    for (const ToolSpec* spec : offered_) names.push_back(spec->name);
+    for (const ToolSpec* spec : offered_tools()) names.push_back(spec->name);
     return names;
   }
 
@@ -648,9 +693,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // its description for this turn. A predicate or describer that throws
   // withholds the tool or keeps its fixed description, and is logged.
   void offer_tools() {
-    offered_.clear();
+    auto& offered = turn_->offered;
+    offered.clear();
     auto described = std::make_shared<std::vector<ToolSpec>>();
-    described->reserve(specs_.size());  // stable addresses for offered_
+    described->reserve(specs_.size());  // stable addresses for `offered`
     const auto warn = [&](const ToolSpec& spec, const char* what) {
       try {
         agentkit::detail::logger_or_null(ctx_.logger)
@@ -677,21 +723,240 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         }
       }
       if (description.empty()) {
-        offered_.push_back(spec);
+        offered.push_back(spec);
         continue;
       }
       ToolSpec& copy = described->emplace_back(*spec);
       copy.description = std::move(description);
-      offered_.push_back(&copy);
+      offered.push_back(&copy);
     }
-    described_ = std::move(described);
+    turn_->described = std::move(described);
+  }
+
+  // The tools offered on the last model call: every advertised one, unless
+  // some tool's availability or description depends on the context.
+  std::span<const ToolSpec* const> offered_tools() const {
+    return turn_ ? std::span<const ToolSpec* const>(turn_->offered) : std::span<const ToolSpec* const>(specs_);
   }
 
   bool offered(std::string_view name) const {
-    for (const ToolSpec* spec : offered_) {
+    for (const ToolSpec* spec : offered_tools()) {
       if (spec->name == name) return true;
     }
     return false;
+  }
+
+  // ------------------------------------------------------------ context window
+
+  // The messages that never leave the view: the session's history and the task.
+  std::size_t kept_prefix() const {
+    return std::min(static_cast<std::size_t>(st_.session_base) + 1, st_.history.size());
+  }
+  // Where the view's history part starts.
+  std::size_t window_from() const { return std::max(st_.window.from, kept_prefix()); }
+
+  // Brings the estimates up to the history's end (it only grows).
+  void measure(const ContextPolicy& policy) {
+    if (!window_) window_ = std::make_unique<WindowCache>();
+    WindowCache& w = *window_;
+    for (std::size_t i = w.sums.size() - 1; i < st_.history.size(); ++i) {
+      w.sums.push_back(w.sums.back() + policy.estimate(st_.history[i]));
+      w.pinned.push_back(policy.pinned && policy.pinned(st_.history[i]));
+      w.any_pinned = w.any_pinned || w.pinned.back();
+    }
+  }
+  std::size_t tokens(std::size_t from, std::size_t to) const { return window_->sums[to] - window_->sums[from]; }
+  static std::size_t summary_tokens(const std::string& summary) { return summary.empty() ? 0 : 16 + summary.size() / 4; }
+
+  // The end of the group that starts at `begin`: a message and the tool
+  // results after it (an assistant's calls never leave without them).
+  std::size_t group_end(std::size_t begin, std::size_t limit) const {
+    std::size_t end = begin + 1;
+    while (end < limit && st_.history[end].role == Role::tool) ++end;
+    return end;
+  }
+  bool group_pinned(std::size_t begin, std::size_t end) const {
+    if (!window_ || !window_->any_pinned) return false;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (window_->pinned[i]) return true;
+    }
+    return false;
+  }
+
+  // What the model sees once the window was compacted: the kept prefix (the
+  // task carrying the summary), the pinned groups that left, and the window.
+  std::shared_ptr<const std::vector<Message>> window_view() const {
+    auto view = std::make_shared<std::vector<Message>>();
+    const auto at = [&](std::size_t i) { return st_.history.begin() + static_cast<std::ptrdiff_t>(i); };
+    const std::size_t kept = kept_prefix(), from = window_from();
+    view->insert(view->end(), at(0), at(kept));
+    if (!st_.window.summary.empty() && !view->empty()) {
+      view->back().content.push_back(TextPart{"\n\nSummary of the earlier conversation: " + st_.window.summary});
+    }
+    for (std::size_t g = kept; g < from;) {
+      const std::size_t end = group_end(g, from);
+      if (group_pinned(g, end)) view->insert(view->end(), at(g), at(end));
+      g = end;
+    }
+    view->insert(view->end(), at(from), st_.history.end());
+    return view;
+  }
+
+  // Applies the policy before a model call. Returns true when it started a
+  // summary call (the step ends; summarized() takes its reply). A policy
+  // function that throws fails the run.
+  bool compact(const ContextPolicy& policy) {
+    std::size_t from = 0, to = 0, before = 0, after = 0;
+    try {
+      measure(policy);
+      const std::size_t n = st_.history.size(), kept = kept_prefix();
+      from = window_from();
+      std::size_t pinned = 0;
+      for (std::size_t g = kept; g < from;) {
+        const std::size_t end = group_end(g, from);
+        if (group_pinned(g, end)) pinned += tokens(g, end);
+        g = end;
+      }
+      before = tokens(0, kept) + pinned + summary_tokens(st_.window.summary) + tokens(from, n);
+      if (before <= policy.max_tokens) return false;
+      // The latest turn stays: the window never starts past the last group.
+      std::size_t last = n;
+      while (last > from && (last == n || st_.history[last].role == Role::tool)) --last;
+      after = before;
+      to = from;
+      while (after > policy.target_tokens && to < last) {
+        const std::size_t end = group_end(to, last);
+        if (!group_pinned(to, end)) after -= tokens(to, end);
+        to = end;
+      }
+      if (to == from) return false;  // nothing can leave: the model sees it all
+    } catch (...) {
+      cause_ = failure_of(std::current_exception());
+      finish(StopReason::failed, "the context policy failed: " + cause_->message);
+      return false;
+    }
+    if (!policy.summarize) {
+      move_window(from, to, before, after, {}, {});
+      return false;
+    }
+    std::shared_ptr<Model> summarizer = model_;
+    if (!policy.summary_model.empty()) {
+      if (!window_->summarizer) {
+        try {
+          if (ctx_.models) window_->summarizer = ctx_.models(policy.summary_model);
+        } catch (...) {
+          cause_ = failure_of(std::current_exception());
+          finish(StopReason::failed, "the context policy's summary model failed: " + cause_->message);
+          return false;
+        }
+      }
+      summarizer = window_->summarizer;
+    }
+    if (!summarizer) {
+      cause_ = Failure{.code = ErrorCode::not_found};
+      finish(StopReason::failed, "no model for '" +
+                                     (policy.summary_model.empty() ? agent_.model() : policy.summary_model) +
+                                     "' to summarise the context with");
+      return false;
+    }
+    model_slot_ = std::make_shared<ModelSlot>();
+    model_slot_->compaction = ModelSlot::Compaction{
+        from, to, before, policy.summary_model.empty() ? agent_.model() : policy.summary_model};
+    model_slot_->system = policy.summary_prompt;
+    model_slot_->messages =
+        std::make_shared<const std::vector<Message>>(std::vector<Message>{Message::user(transcript(from, to))});
+    ModelRequest request{model_slot_->compaction->model, *model_slot_->system, *model_slot_->messages, {}, nullptr,
+                         nullptr};
+    launch(summarizer, request, nullptr);
+    return true;
+  }
+
+  // The messages leaving the window as text for the summarizer, after the
+  // summary they extend; pinned groups stay in view and are left out.
+  std::string transcript(std::size_t from, std::size_t to) const {
+    std::string out;
+    if (!st_.window.summary.empty()) out += "Summary so far: " + st_.window.summary + "\n\n";
+    out += "Conversation:\n";
+    for (std::size_t g = from; g < to;) {
+      const std::size_t end = group_end(g, to);
+      if (!group_pinned(g, end)) {
+        for (std::size_t i = g; i < end; ++i) {
+          const Message& m = st_.history[i];
+          const std::string text = m.text();
+          switch (m.role) {
+            case Role::tool:
+              out += "tool " + m.tool_name + (m.is_error ? " (error): " : ": ") + text + "\n";
+              break;
+            case Role::assistant:
+              if (!text.empty()) out += "assistant: " + text + "\n";
+              for (const ToolCall& call : m.tool_calls) {
+                out += "assistant called " + call.name + " " +
+                       (call.arguments_text.empty() ? call.arguments.dump(-1, ' ', false, Json::error_handler_t::replace)
+                                                    : call.arguments_text) +
+                       "\n";
+              }
+              break;
+            default:
+              out += std::string(to_string(m.role)) + ": " + text + "\n";
+          }
+          for (const ContentPart& part : m.content) {
+            if (std::holds_alternative<ImagePart>(part) || std::holds_alternative<FilePart>(part)) {
+              out += "[" + std::string(part_type(part)) + " omitted]\n";
+            }
+          }
+        }
+      }
+      g = end;
+    }
+    return out;
+  }
+
+  // The summary call's reply: the window moves past what it summarised. A
+  // failed call, or one with no text, fails the run (recover() asks again).
+  void summarized(ModelSlot& slot) {
+    const ModelSlot::Compaction& c = *slot.compaction;
+    if (slot.error) {
+      cause_ = failure_of(slot.error);
+      cause_->model = c.model;
+      Usage spent;
+      try {
+        std::rethrow_exception(slot.error);
+      } catch (const ModelError& e) {
+        spent = e.usage();
+        charge(spent);
+      } catch (...) {
+      }
+      tracer_.model_failed(*cause_, spent);
+      return finish(StopReason::failed, "summarising the context failed: " + cause_->message);
+    }
+    ModelResponse& response = slot.response;
+    const double cost_before = st_.cost_usd;
+    charge(response.usage);
+    tracer_.model_finished(response, agent_.options().pricing ? std::optional(st_.cost_usd - cost_before) : std::nullopt);
+    std::string summary = sanitize_utf8(std::move(response.message)).text();
+    if (summary.empty()) {
+      cause_ = Failure{.code = ErrorCode::protocol, .model = c.model};
+      return finish(StopReason::failed, "summarising the context failed: the summary model answered with no text");
+    }
+    const std::size_t kept = kept_prefix();
+    std::size_t after = tokens(0, kept) + summary_tokens(summary) + tokens(c.to, st_.history.size());
+    for (std::size_t g = kept; g < c.to;) {
+      const std::size_t end = group_end(g, c.to);
+      if (group_pinned(g, end)) after += tokens(g, end);
+      g = end;
+    }
+    move_window(c.from, c.to, c.tokens_before, after, std::move(summary), response.usage);
+  }
+
+  // Records a compaction in the state (the next save carries it) and tells the host.
+  void move_window(std::size_t from, std::size_t to, std::size_t before, std::size_t after,
+                   std::optional<std::string> summary, Usage usage) {
+    st_.window.from = to;
+    ++st_.window.compactions;
+    const bool summarized = summary.has_value();
+    if (summary) st_.window.summary = std::move(*summary);
+    ctx_.emit(ContextCompacted{from, to, before, after, summarized, usage, {}});
+    checkpoint();
   }
 
   // ------------------------------------------------------------ tools
@@ -707,7 +972,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (st_.outcomes[i]) continue;
       const ToolCall& call = st_.batch[i];
       for (const ToolGuardrail& g : agent_.options().tool_guardrails) {
-        if (!g.before || (!g.tools.empty() && !matches_any(g.tools, call.name))) continue;
+        if (!g.before || !applies(g, call.name)) continue;
         const GuardrailVerdict v =
             check_guardrail(g.name, "tool_before", call.id, true, [&] { return g.before(call, ctx_); });
         if (v.kind == GuardrailVerdict::Kind::trip) return trip(v);
@@ -855,11 +1120,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // reads; a tripwire stops the run once the batch is collected.
   void check_result(const ToolCall& call, CallOutcome& outcome) {
     for (const ToolGuardrail& g : agent_.options().tool_guardrails) {
-      if (tripped_ || !g.after || (!g.tools.empty() && !matches_any(g.tools, call.name))) continue;
+      if (tripped_ || !g.after || !applies(g, call.name)) continue;
       const GuardrailVerdict v =
           check_guardrail(g.name, "tool_after", call.id, true, [&] { return g.after(call, outcome, ctx_); });
       if (v.kind == GuardrailVerdict::Kind::trip) {
-        tripped_ = v.message;
+        tripped_ = std::make_unique<std::string>(std::move(v.message));
       } else if (v.kind == GuardrailVerdict::Kind::repair) {
         outcome = CallOutcome{v.message, true, outcome.outcome == CallStatus::ok ? CallStatus::error : outcome.outcome};
       }
@@ -898,7 +1163,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (busy()) return;
     auto calls = std::exchange(calls_, nullptr);
     record_calls(*calls, std::nullopt);
-    if (tripped_) return finish(StopReason::guardrail_tripped, *std::exchange(tripped_, std::nullopt));
+    if (tripped_) return finish(StopReason::guardrail_tripped, std::move(*std::exchange(tripped_, nullptr)));
     if (!st_.pending.empty()) {
       st_.phase = Phase::suspended;
       return finish(StopReason::suspended, {});
@@ -1058,13 +1323,17 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::optional<Failure> model_error_;  // why the resolver gave no model
   std::optional<Failure> cause_;        // what fails the run: its code and details (finish() adds the message)
   std::shared_ptr<UsageMeter> parent_usage_;  // the run that started this one, if any
-  std::vector<const ToolSpec*> specs_;    // every advertised tool
-  std::vector<const ToolSpec*> offered_;  // those offered on the last model call
-  std::shared_ptr<const std::vector<ToolSpec>> described_;  // what offered_ points into for described tools
-  bool dynamic_tools_ = false;           // some tool's availability or description depends on the context
-  std::optional<std::string> unready_;  // a dependency the tools need and the context lacks
-  bool input_checked_ = false;          // the input guardrails ran (once per run)
-  std::optional<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection
+  std::vector<const ToolSpec*> specs_;  // every advertised tool
+  // What only some runs need is allocated when they do, so an engine stays small.
+  struct TurnTools {
+    std::vector<const ToolSpec*> offered;  // those offered on the last model call
+    std::shared_ptr<const std::vector<ToolSpec>> described;  // what `offered` points into for described tools
+  };
+  std::unique_ptr<TurnTools> turn_;      // set when some tool's availability or description depends on the context
+  std::unique_ptr<std::string> unready_;  // a dependency the tools need and the context lacks
+  std::unique_ptr<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection
+  std::unique_ptr<WindowCache> window_;   // with a context policy
+  bool input_checked_ = false;            // the input guardrails ran (once per run)
   // The agent's model settings overridden by the run's (kept in its state).
   std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
       agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));

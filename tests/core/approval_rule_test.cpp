@@ -13,6 +13,7 @@
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
+#include <agentkit/condition.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
 #include <agentkit/registry.h>
@@ -222,6 +223,12 @@ TEST_CASE("renamed(), a plugin and with_approval() keep or add a tool's approval
     CHECK(needs(both, large));  // the tool's own rule still holds
     CHECK_FALSE(needs(both, refund_args("A-3", 5)));
 
+    const ToolPtr by_condition =
+        agentkit::with_approval(lookup, agentkit::Condition::parse("order_id in [\"VIP-1\", \"VIP-2\"]").approval_rule());
+    CHECK(needs(by_condition, {{"order_id", "VIP-2"}}));
+    CHECK_FALSE(needs(by_condition, {{"order_id", "A-1"}}));
+    CHECK(needs(by_condition, {{"id", "A-1"}}));  // a condition the arguments cannot decide: waits
+
     const ToolPtr always = agentkit::with_approval(lookup);
     CHECK(always->requires_approval());
     CHECK(needs(always, {{"order_id", "A-1"}}));
@@ -231,10 +238,14 @@ TEST_CASE("renamed(), a plugin and with_approval() keep or add a tool's approval
 
 TEST_CASE("an approval rule gates the cache: memoize() never answers a call the rule holds", "[approval][rule][middleware]") {
   auto reads = std::make_shared<std::atomic<int>>(0);
+  auto rules = std::make_shared<std::atomic<int>>(0);
   auto report = agentkit::tool("export_report")
                     .doc("Export a report; reports of the board's quarter need a human's approval first.")
                     .side_effecting(false)
-                    .requires_approval([](const Json& args) { return args.at("quarter") == "board"; })
+                    .requires_approval([rules](const Json& args) {
+                      ++*rules;
+                      return args.at("quarter") == "board";
+                    })
                     .params("quarter")
                     .fn([reads](const std::string& quarter) {
                       ++*reads;
@@ -248,6 +259,15 @@ TEST_CASE("an approval rule gates the cache: memoize() never answers a call the 
   ToolRequest again{.call_id = "c2", .name = "export_report", .arguments = {{"quarter", "board"}}, .tool = report};
   CHECK(invoker.invoke_tool(again, ctx).status == agentkit::ToolResult::Status::awaiting_approval);
   CHECK(*reads == 1);
+  // The rule decides each call once, at the gate: the cache never asks it.
+  CHECK(*rules == 2);
+  // A call the rule lets through still runs every time: a tool with a rule is not cached.
+  ToolRequest q1{.call_id = "c3", .name = "export_report", .arguments = {{"quarter", "q1"}}, .tool = report};
+  REQUIRE(invoker.invoke_tool(q1, ctx).is_ok());
+  q1.call_id = "c4";
+  REQUIRE(invoker.invoke_tool(q1, ctx).is_ok());
+  CHECK(*reads == 3);
+  CHECK(*rules == 4);
 }
 
 TEST_CASE("filter_tools picks tools by name patterns, exclude winning over include", "[registry][filter]") {

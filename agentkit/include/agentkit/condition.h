@@ -65,6 +65,7 @@
 //     // throws ConditionSyntaxError: "approve_if: at column 13: expected a value after '>'"
 //   agentkit::Condition::parse("status = 'open'");
 //     // throws ConditionSyntaxError: "approve_if: at column 8: unexpected '='; did you mean '=='?"
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -73,6 +74,8 @@
 #include <agentkit/json.h>
 
 namespace agentkit {
+
+class RunContext;
 
 namespace detail {
 struct ConditionNode;  // the parsed tree; defined in condition.cpp
@@ -111,6 +114,11 @@ class Condition {
   // The condition's value over a call's arguments (a JSON object). Throws
   // ConditionError when the arguments cannot decide it.
   bool evaluate(const Json& arguments) const;
+
+  // The condition as an approval rule (an ApprovalPredicate, <agentkit/tool.h>:
+  // ToolSpec::approval_when, with_approval): a call needs a human when it
+  // holds. A throw from evaluate() means approval is required (fail closed).
+  std::function<bool(const Json& arguments, const RunContext& ctx)> approval_rule() const;
 
   // The text it was parsed from.
   const std::string& text() const noexcept { return text_; }

@@ -215,9 +215,25 @@ struct GuardrailChecked {
   EventInfo info;
 };
 
+// The run's context window was compacted (AgentOptions::context_policy): the
+// model now sees history[from] onward, besides the task, pinned messages
+// and the summary; history[previous_from, from) left the window. `tokens_*`
+// are the policy's estimates of what the model sees before and after.
+// `summarized`: the messages that left were folded into the summary by a
+// model call (whose usage is in `usage`); otherwise they were dropped.
+struct ContextCompacted {
+  std::size_t previous_from = 0;
+  std::size_t from = 0;
+  std::size_t tokens_before = 0;
+  std::size_t tokens_after = 0;
+  bool summarized = false;
+  Usage usage;
+  EventInfo info;
+};
+
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
                            RunSuspended, RunFinished, Progress, McpProgress, TextDelta, ToolCallRefused,
-                           ApprovalDecided, ToolCallDelta, ReasoningDelta, GuardrailChecked>;
+                           ApprovalDecided, ToolCallDelta, ReasoningDelta, GuardrailChecked, ContextCompacted>;
 
 // The metadata of any event (its `info` member).
 const EventInfo& info_of(const Event& event) noexcept;

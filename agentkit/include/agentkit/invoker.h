@@ -224,9 +224,10 @@ Middleware egress_allowlist(std::shared_ptr<const EgressAllowlist> allowlist);
 Middleware idempotent(std::chrono::milliseconds retention = std::chrono::hours(24));
 // Caches read-only calls for `ttl`, keyed by (scope, run, tool, canonical
 // arguments): an answer never crosses scopes, nor runs unless the tool
-// declares Effects::shared_cache. Side-effecting calls and calls that need
-// approval under ctx.autonomy always pass through: a cached answer never
-// stands in for a decision.
+// declares Effects::shared_cache. Side-effecting calls, calls that need
+// approval under ctx.autonomy and every call to a tool with an approval rule
+// always pass through: a cached answer never stands in for a decision, and
+// the rule runs once per call, at the gate.
 Middleware memoize(std::chrono::milliseconds ttl = std::chrono::minutes(5));
 // One audit record per call: the arguments that ran and the outcome. When a
 // human's Decision::edit replaced the model's arguments, `proposed_arguments`

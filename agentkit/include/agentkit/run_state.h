@@ -33,6 +33,20 @@ struct CallOutcome {
   std::vector<ContentPart> parts;  // beside the text: what the tool returned (v4)
 };
 
+// What of the history the model sees, once AgentOptions::context_policy
+// compacted it: the task (history[0]), pinned messages, `summary` (when
+// set) and history[from] onward. The history itself is never cut.
+// Serialised as "window" (an object, written only once a compaction
+// happened); `from` must be 0 or the index of a message that is not a tool
+// result, within the history.
+struct ContextWindow {
+  std::size_t from = 0;
+  std::string summary;  // of the messages before `from`, by the policy's summarizer
+  int compactions = 0;
+
+  bool compacted() const noexcept { return compactions > 0; }
+};
+
 // The whole state of a run: what resume() needs, nothing process-bound.
 // Serialised as versioned JSON: this agentkit reads every earlier version and
 // refuses a newer one with a clear error.
@@ -94,6 +108,8 @@ struct RunState {
   // malformed id is refused like any malformed field.
   std::string trace_id;
   std::string trace_span_id;
+  // The model's view of a long run's history (AgentOptions::context_policy).
+  ContextWindow window;
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;

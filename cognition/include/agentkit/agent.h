@@ -246,6 +246,43 @@ OutputSpec output_type() {
 // for truncation and summarisation that keep tool calls with their results).
 using HistoryPolicy = std::function<std::vector<Message>(std::vector<Message>)>;
 
+// Keeps a long run within its model's context window. Before each model
+// call the engine estimates the tokens the model would see (the prompt
+// aside); past `max_tokens` it compacts: older messages leave the model's
+// view, from the oldest, until the estimate is at most `target_tokens`. The
+// task (the first message) and `pinned` messages always stay; a tool call
+// never leaves without its results (the view starts at a message that is
+// not a tool result) and the latest turn always stays. `summarize` set: a
+// model call without tools (on `summary_model`, or the agent's model when
+// empty) folds what left, and the earlier summary, into a new summary the
+// model then sees with the task; its usage is charged to the run like any
+// call's, and a failed summary fails the run (recover() retries it).
+// Unset: what left is dropped. The run's history itself is never cut: the
+// view is RunState::window, saved with every checkpoint, and each
+// compaction is a ContextCompacted event.
+//
+// Example (keep a 500-step robot task near 8k tokens):
+//   options.context_policy = agentkit::ContextPolicy{.max_tokens = 8000, .summarize = true};
+struct ContextPolicy {
+  std::size_t max_tokens = 0;     // required, > 0
+  std::size_t target_tokens = 0;  // 0: half of max_tokens; must be below max_tokens
+  bool summarize = false;
+  std::string summary_model;
+  // The summarizer's instructions (the system prompt of its call).
+  std::string summary_prompt =
+      "Summarise the conversation below for the assistant that continues it: keep every fact, figure, decision, "
+      "tool result and open question it will need; drop pleasantries. Answer with the summary only.";
+  // Messages that never leave the view (with their tool call or results).
+  std::function<bool(const Message&)> pinned;
+  // The estimate of one message's tokens. Unset: a token per 4 bytes of
+  // text, tool arguments and names, 4 per message and 512 per image or
+  // file part.
+  std::function<std::size_t(const Message&)> estimate;
+};
+
+// The default ContextPolicy::estimate.
+std::size_t estimate_tokens(const Message& message);
+
 // What the agent's model costs, in USD per million tokens. Cached input
 // tokens are charged at the input rate (an upper bound).
 struct Pricing {
@@ -283,6 +320,9 @@ struct AgentOptions {
   std::vector<InputGuardrail> input_guardrails;
   std::vector<OutputGuardrail> output_guardrails;
   std::vector<ToolGuardrail> tool_guardrails;
+  // Compacts what the model sees of a long run; see ContextPolicy. Checked
+  // by Agent's constructor (std::invalid_argument).
+  std::optional<ContextPolicy> context_policy;
 };
 
 struct RunOptions {
