@@ -13,6 +13,9 @@
 #include <agentkit/json.h>
 #include <agentkit/session.h>
 #include <agentkit/state/store.h>
+#include <agentkit/workflow.h>
+
+#include "sub_run.h"
 
 namespace agentkit {
 
@@ -404,7 +407,37 @@ RunResult Agent::recover(std::string_view run_id, RunContext& ctx) const {
   return start_recover(run_id, ctx).wait(ctx.observer.get());
 }
 
+namespace detail {
+
+Error sub_run_error(std::string_view agent, const RunResult& result) {
+  const bool suspended = result.stop_reason == StopReason::suspended;
+  const ErrorCode code = result.failure ? result.failure->code
+                         : suspended    ? ErrorCode::unimplemented
+                                        : ErrorCode::internal;
+  const std::string why = result.failure ? result.failure->message
+                          : suspended    ? "it suspended awaiting approval; approve its calls in its own run"
+                                         : "it ended without an answer";
+  return Error(code, "sub-agent '" + std::string(agent) + "' did not answer: " +
+                         std::string(to_string(result.stop_reason)) + " [code " + std::string(to_string(code)) +
+                         "]: " + why);
+}
+
+std::optional<ErrorCode> sub_run_code(std::string_view text) {
+  constexpr std::string_view kOpen = " [code ";
+  const auto open = text.find(kOpen);
+  if (open == std::string_view::npos) return std::nullopt;
+  const auto start = open + kOpen.size();
+  const auto close = text.find(']', start);
+  if (close == std::string_view::npos) return std::nullopt;
+  return error_code_from_string(text.substr(start, close - start));
+}
+
+}  // namespace detail
+
 std::string render_result(const RunResult& result) {
+  // A workflow's answer is already its terminal outputs ("name: output"
+  // lines when there are several); its structured record is not the answer.
+  if (workflow_result(result)) return result.output;
   if (result.structured.is_object() && !result.structured.empty()) {
     std::string lines;
     for (const auto& [key, value] : result.structured.items()) {
@@ -442,9 +475,11 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
         } else {
           result = agent->run(task, child);
         }
-        if (result.stop_reason == StopReason::suspended) {
-          throw Error(ErrorCode::unimplemented, "sub-agent '" + agent->name() +
-                                                    "' suspended awaiting approval; approve its calls in its own run");
+        // A sub-run that did not answer is the call's error, never a
+        // result that reads like one: the parent (a model, a workflow)
+        // must not take "failed" text for the sub-agent's answer.
+        if (result.stop_reason != StopReason::answered) {
+          throw detail::sub_run_error(agent->name(), result);
         }
         return render(result);
       });

@@ -1,0 +1,23 @@
+#pragma once
+// How as_tool reports a sub-run that did not answer, and how a workflow
+// reads the sub-run's code back from that report. The engine keeps a tool's
+// error as text only (its ToolResult has no code), so the code travels in
+// the text, written and read in this one place.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <agentkit/agent.h>
+
+namespace agentkit::detail {
+
+// What as_tool throws for a sub-run of `agent` that did not answer: an
+// Error with the run's failure code (unimplemented for a suspended run) and
+// the message "sub-agent 'research' did not answer: failed [code
+// rate_limited]: <why>".
+Error sub_run_error(std::string_view agent, const RunResult& result);
+// The code a sub_run_error() message names (its first one, so the
+// outermost sub-run's), wherever the text sits in `text`; nullopt if none.
+std::optional<ErrorCode> sub_run_code(std::string_view text);
+
+}  // namespace agentkit::detail
