@@ -65,7 +65,7 @@ Next node_failed(const std::string& workflow, const std::string& node, const std
   return Next::stop(StopReason::failed, "workflow '" + workflow + "': node '" + node + "' failed: " + text, code);
 }
 
-// A host function (handoff, join, picker) threw: the workflow fails with
+// A host function (step task, join, picker) threw: the workflow fails with
 // the exception's code.
 Next host_failed(const std::string& workflow, const char* what) {
   Failure failure = failure_of(std::current_exception());
@@ -107,7 +107,7 @@ class WorkflowCognition final : public cognition::Strategy {
     tools_ = ToolRegistry::from_tools(tools);
   }
 
-  Handoff handoff;
+  StepTask step_task;
   Join join;
   RoutePicker pick;        // router: the host's picker; null: the model picks
   std::string route_list;  // model router: "- name: description" lines
@@ -193,9 +193,9 @@ class WorkflowCognition final : public cognition::Strategy {
     const std::string& previous = done.outputs.at(nodes_[next - 1]->name());
     std::string task;
     try {
-      task = handoff ? handoff(state.task, previous) : previous;
+      task = step_task ? step_task(state.task, previous) : previous;
     } catch (...) {
-      return host_failed(name_, "handoff");
+      return host_failed(name_, "step task");
     }
     return run({call(*nodes_[next], std::move(task))});
   }
@@ -258,9 +258,9 @@ std::vector<std::shared_ptr<const Agent>> route_agents(const std::vector<Route>&
 
 }  // namespace
 
-Agent sequence(std::string name, std::vector<std::shared_ptr<const Agent>> steps, Handoff handoff) {
+Agent sequence(std::string name, std::vector<std::shared_ptr<const Agent>> steps, StepTask step_task) {
   auto strategy = std::make_shared<WorkflowCognition>(WorkflowCognition::Kind::sequence, name, std::move(steps));
-  strategy->handoff = std::move(handoff);
+  strategy->step_task = std::move(step_task);
   return Agent(std::move(name), "", "", std::move(strategy));
 }
 

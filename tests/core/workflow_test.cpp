@@ -152,7 +152,7 @@ TEST_CASE("a sequence hands each step's output to the next step as its task", "[
   CHECK(result.usage.input_tokens == 30);  // the three sub-runs' model calls
 }
 
-TEST_CASE("a sequence's handoff shapes the next step's task from the task and the previous output",
+TEST_CASE("a sequence's step task shapes the next step's task from the task and the previous output",
           "[workflow][sequence]") {
   Llms llms{{"translate", FakeLLM::script({Turn{.content = "The parcel is late."}})},
             {"answer", FakeLLM::script({Turn{.content = "Sorry, we are checking."}})}};

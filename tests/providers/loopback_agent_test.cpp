@@ -207,3 +207,70 @@ TEST_CASE("provider faults end in typed errors with no tool run twice", "[loopba
   REQUIRE(h.size() >= 3);
   CHECK(h[2].role == agentkit::Role::tool);
 }
+
+TEST_CASE("a long run's context is summarised through the OpenAI adapter: the summary call and the compacted view on the wire",
+          "[loopback][openai][context_policy]") {
+  WireServer server;
+  const auto reply_call = [](const std::string& id, int page) {
+    return json_reply({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
+                                     {"message", {{"role", "assistant"}, {"content", nullptr},
+                                                  {"tool_calls", {{{"id", id}, {"type", "function"},
+                                                                   {"function", {{"name", "read_page"},
+                                                                                 {"arguments", "{\"page\":" + std::to_string(page) + "}"}}}}}}}}}}},
+                       {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}});
+  };
+  const auto reply_text = [](const std::string& text, int prompt_tokens) {
+    return json_reply({{"choices", {{{"index", 0}, {"finish_reason", "stop"},
+                                     {"message", {{"role", "assistant"}, {"content", text}}}}}},
+                       {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", 5}}}});
+  };
+  server.enqueue(reply_call("call_1", 1));
+  server.enqueue(reply_call("call_2", 2));
+  server.enqueue(reply_text("Page 1 lists the alpha parts.", 300));  // the summary call
+  server.enqueue(reply_text("Both pages read.", 20));
+  auto read_page = agentkit::tool("read_page")
+                       .doc("Read one page of the parts manual by its number.")
+                       .side_effecting(false)
+                       .params("page")
+                       .fn([](int page) {
+                         return std::string(page == 1 ? "PAGE-ONE " : "PAGE-TWO ") + std::string(1000, 'x');
+                       });
+  agentkit::AgentOptions options;
+  // ~270 estimated tokens per page read: the third call would see ~540.
+  options.context_policy = agentkit::ContextPolicy{.max_tokens = 400, .summarize = true};
+  agentkit::Agent agent("reader", "openai/gpt-4o-mini@" + server.base_url() + "/v1", "You read manuals.",
+                        agentkit::cognition::react({read_page}), options);
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key", .stream = false});
+  auto result = agent.run("Read pages 1 and 2.", ctx);
+  REQUIRE(result.stop_reason == agentkit::StopReason::answered);
+  CHECK(result.output == "Both pages read.");
+  CHECK(result.usage.input_tokens == 10 + 10 + 300 + 20);  // the summary call is charged
+  CHECK(result.iterations == 3);
+  CHECK(result.state.window.summary == "Page 1 lists the alpha parts.");
+  CHECK(result.state.window.from == 3);
+
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 4);
+  const Json summary = Json::parse(requests[2].body);
+  CHECK_FALSE(summary.contains("tools"));
+  REQUIRE(summary["messages"].size() == 2);
+  CHECK(summary["messages"][0]["content"] == agentkit::ContextPolicy{}.summary_prompt);
+  const std::string transcript = summary["messages"][1].dump();
+  CHECK(transcript.find("assistant called read_page {\\\"page\\\":1}") != std::string::npos);
+  CHECK(transcript.find("tool read_page: PAGE-ONE") != std::string::npos);
+  CHECK(transcript.find("PAGE-TWO") == std::string::npos);  // the latest turn stays in view
+
+  const Json last = Json::parse(requests[3].body);
+  const Json& messages = last["messages"];
+  REQUIRE(messages.size() == 4);  // system, the task with the summary, the second call and its result
+  CHECK(messages[1]["role"] == "user");
+  CHECK(messages[1].dump().find("Read pages 1 and 2.") != std::string::npos);
+  CHECK(messages[1].dump().find("Summary of the earlier conversation: Page 1 lists the alpha parts.") !=
+        std::string::npos);
+  CHECK(messages[2]["tool_calls"][0]["id"] == "call_2");
+  CHECK(messages[3]["tool_call_id"] == "call_2");
+  CHECK(requests[3].body.find("PAGE-ONE") == std::string::npos);
+  CHECK(requests[3].body.find("PAGE-TWO") != std::string::npos);
+  CHECK(last.contains("tools"));
+}

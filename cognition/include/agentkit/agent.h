@@ -256,7 +256,7 @@ using HistoryPolicy = std::function<std::vector<Message>(std::vector<Message>)>;
 // model call without tools (on `summary_model`, or the agent's model when
 // empty) folds what left, and the earlier summary, into a new summary the
 // model then sees with the task; its usage is charged to the run like any
-// call's, and a failed summary fails the run (recover() retries it).
+// call's, and a failed or empty summary fails the run, typed.
 // Unset: what left is dropped. The run's history itself is never cut: the
 // view is RunState::window, saved with every checkpoint, and each
 // compaction is a ContextCompacted event.

@@ -66,10 +66,10 @@ struct NodeOutput {
 // previous step's output. Without one, each step's task is the previous
 // step's output verbatim. Runs on the thread that polls the workflow: it
 // MUST NOT block. A throw fails the workflow (the exception's code).
-using Handoff = std::function<std::string(const std::string& task, const std::string& previous_output)>;
+using StepTask = std::function<std::string(const std::string& task, const std::string& previous_output)>;
 
 // The answer of a parallel workflow from its branches' outputs, in branch
-// order. Same rules as Handoff: quick, and a throw fails the workflow.
+// order. Same rules as StepTask: quick, and a throw fails the workflow.
 using Join = std::function<std::string(const std::string& task, const std::vector<NodeOutput>& outputs)>;
 
 // One branch of a router. `description` tells a routing model when to take
@@ -80,13 +80,13 @@ struct Route {
 };
 
 // Picks the route to run, by its agent's name, from the workflow's task and
-// the run's context (its scope, dependencies, ...). Quick, as Handoff. A
+// the run's context (its scope, dependencies, ...). Quick, as StepTask. A
 // name that is no route's fails the workflow (invalid_argument), as does a
 // throw (the exception's code).
 using RoutePicker = std::function<std::string(const std::string& task, const RunContext& ctx)>;
 
 // Runs `steps` one after another: the first gets the workflow's task, each
-// next one the previous step's output (or what `handoff` makes of it); the
+// next one the previous step's output (or what `step_task` makes of it); the
 // last step's output is the answer.
 //
 // Example:
@@ -94,7 +94,7 @@ using RoutePicker = std::function<std::string(const std::string& task, const Run
 //       [](const std::string& task, const std::string& translated) {
 //         return "Summarise for a customer who asked: " + task + "\n\n" + translated;
 //       });
-Agent sequence(std::string name, std::vector<std::shared_ptr<const Agent>> steps, Handoff handoff = {});
+Agent sequence(std::string name, std::vector<std::shared_ptr<const Agent>> steps, StepTask step_task = {});
 
 // Runs every branch on the workflow's task, as ONE batch of calls, so they
 // run concurrently when ctx.executor is a pool; the workflow answers once
