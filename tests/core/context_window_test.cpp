@@ -20,6 +20,7 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/events_of.h"
 #include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
@@ -102,11 +103,7 @@ void check_calls_have_results(const std::vector<Message>& messages) {
 }
 
 std::vector<ContextCompacted> compactions(const std::vector<agentkit::Event>& events) {
-  std::vector<ContextCompacted> out;
-  for (const auto& e : events) {
-    if (const auto* c = std::get_if<ContextCompacted>(&e)) out.push_back(*c);
-  }
-  return out;
+  return agentkit_test::events_of<ContextCompacted>(events);
 }
 
 }  // namespace
@@ -226,14 +223,16 @@ TEST_CASE("a summarising policy folds what leaves into a summary by a model call
 TEST_CASE("a failed or empty summary fails the run typed, never a silent trim", "[agent][context_policy]") {
   auto llm = FakeLLM::script(sensor_script(10));
   auto ctx = make_test_ctx({.llm = llm});
-  SECTION("the summary call throws") {
-    auto summarizer = FakeLLM::script({Turn{.throws = "summarizer down"}});
+  const auto run_with_summarizer = [&](std::shared_ptr<FakeLLM> summarizer) {
     ctx.models = [llm, summarizer](std::string_view name) -> std::shared_ptr<agentkit::Model> {
       return name == "summarizer" ? summarizer : llm;
     };
     Agent agent("rover", "fake", "You check the sensor log.", react({read_sensor()}),
                 with_policy({.max_tokens = 300, .summarize = true, .summary_model = "summarizer"}, 20));
-    const auto result = agent.run("Check the readings.", ctx);
+    return agent.run("Check the readings.", ctx);
+  };
+  SECTION("the summary call throws") {
+    const auto result = run_with_summarizer(FakeLLM::script({Turn{.throws = "summarizer down"}}));
     REQUIRE(result.stop_reason == StopReason::failed);
     CHECK(result.failure->message.find("summarising the context failed: ") == 0);
     CHECK(result.failure->message.find("summarizer down") != std::string::npos);
@@ -241,13 +240,7 @@ TEST_CASE("a failed or empty summary fails the run typed, never a silent trim", 
     CHECK_FALSE(result.state.window.compacted());
   }
   SECTION("the summary is empty") {
-    auto summarizer = FakeLLM::script({Turn{.content = ""}});
-    ctx.models = [llm, summarizer](std::string_view name) -> std::shared_ptr<agentkit::Model> {
-      return name == "summarizer" ? summarizer : llm;
-    };
-    Agent agent("rover", "fake", "You check the sensor log.", react({read_sensor()}),
-                with_policy({.max_tokens = 300, .summarize = true, .summary_model = "summarizer"}, 20));
-    const auto result = agent.run("Check the readings.", ctx);
+    const auto result = run_with_summarizer(FakeLLM::script({Turn{.content = ""}}));
     REQUIRE(result.stop_reason == StopReason::failed);
     CHECK(result.failure->code == agentkit::ErrorCode::protocol);
     CHECK(result.failure->message.find("no text") != std::string::npos);

@@ -22,6 +22,7 @@
 #include <agentkit/testing/span_recorder.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/events_of.h"
 #include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
@@ -67,11 +68,7 @@ struct EventLog final : agentkit::Observer {
 };
 
 std::vector<GuardrailChecked> checks(const std::vector<agentkit::Event>& events) {
-  std::vector<GuardrailChecked> out;
-  for (const auto& e : events) {
-    if (const auto* g = std::get_if<GuardrailChecked>(&e)) out.push_back(*g);
-  }
-  return out;
+  return agentkit_test::events_of<GuardrailChecked>(events);
 }
 
 }  // namespace

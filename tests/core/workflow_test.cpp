@@ -23,6 +23,7 @@
 #include <agentkit/workflow.h>
 
 #include "../helpers/timing.h"
+#include "../helpers/recording_store.h"
 #include "../helpers/tool_calls.h"
 #include "../helpers/wire_replies.h"
 
@@ -84,46 +85,6 @@ std::string task_seen(const FakeLLM& llm, std::size_t request = 0) {
   return {};
 }
 
-// A store that keeps every checkpoint written, to put an earlier one back
-// as a crash would have left it.
-class RecordingStore final : public agentkit::state::Store {
- public:
-  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner.get(key); }
-  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
-    note(key, value);
-    return inner.put(key, std::move(value), ttl);
-  }
-  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
-                                              Ttl ttl) override {
-    note(key, value);
-    return inner.compare_and_set(key, expected, std::move(value), ttl);
-  }
-  bool erase(std::string_view key) override { return inner.erase(key); }
-  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
-    return inner.list(prefix);
-  }
-  // Every checkpoint written for `key` at `phase`, in order.
-  std::vector<std::string> checkpoints_at(const std::string& key, const std::string& phase) {
-    std::lock_guard lock(mutex_);
-    std::vector<std::string> found;
-    for (const auto& [k, v] : writes_) {
-      if (k != key || !Json::accept(v)) continue;
-      const Json doc = Json::parse(v);
-      if (doc.is_object() && doc.value("phase", "") == phase) found.push_back(v);
-    }
-    return found;
-  }
-
-  agentkit::state::InMemoryStore inner;
-
- private:
-  void note(std::string_view key, const std::string& value) {
-    std::lock_guard lock(mutex_);
-    writes_.emplace_back(key, value);
-  }
-  std::mutex mutex_;
-  std::vector<std::pair<std::string, std::string>> writes_;
-};
 
 }  // namespace
 
@@ -393,7 +354,7 @@ TEST_CASE("a workflow exposed with as_tool: the outer model reads its rendered r
 
 TEST_CASE("a workflow recovered after a crash between nodes does not run the finished node again",
           "[workflow][durable]") {
-  auto store = std::make_shared<RecordingStore>();
+  auto store = std::make_shared<agentkit_test::RecordingStore>();
   Llms first{{"research", FakeLLM::script({Turn{.content = "facts"}})},
              {"draft", FakeLLM::script({Turn{.content = "draft one"}})}};
   auto pipeline = agentkit::sequence("reply", {node("research"), node("draft")});

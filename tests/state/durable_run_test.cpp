@@ -15,6 +15,7 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/recording_store.h"
 #include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
@@ -35,64 +36,24 @@ using agentkit_test::call;
 
 namespace {
 
-// Records every write, so a test can read the phases a run went through.
-class RecordingStore final : public agentkit::state::Store {
- public:
-  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner.get(key); }
-  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
-    note(key, value);
-    return inner.put(key, std::move(value), ttl);
+// The first checkpoint written for `key` at `phase`, or "".
+std::string checkpoint_at(agentkit_test::RecordingStore& store, const std::string& key, const std::string& phase) {
+  const auto found = store.checkpoints_at(key, phase);
+  return found.empty() ? std::string() : found.front();
+}
+// The first checkpoint written for `key` at `phase` that lists sealed history.
+std::string first_sealed_checkpoint_at(agentkit_test::RecordingStore& store, const std::string& key,
+                                       const std::string& phase) {
+  for (const auto& doc : store.checkpoints_at(key, phase)) {
+    if (Json::parse(doc).contains("history_segments")) return doc;
   }
-  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
-                                              Ttl ttl) override {
-    note(key, value);
-    return inner.compare_and_set(key, expected, std::move(value), ttl);
-  }
-  bool erase(std::string_view key) override { return inner.erase(key); }
-  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
-    return inner.list(prefix);
-  }
-
-  std::vector<std::string> phases() {
-    std::lock_guard lock(mutex);
-    return phases_;
-  }
-  // The first checkpoint written for `key` at `phase`.
-  std::string checkpoint_at(const std::string& key, const std::string& phase) {
-    std::lock_guard lock(mutex);
-    for (const auto& [k, v] : writes_) {
-      if (k == key && Json::parse(v).at("phase") == phase) return v;
-    }
-    return {};
-  }
-  // The first checkpoint written for `key` at `phase` that lists sealed history.
-  std::string first_sealed_checkpoint_at(const std::string& key, const std::string& phase) {
-    std::lock_guard lock(mutex);
-    for (const auto& [k, v] : writes_) {
-      const Json doc = Json::parse(v);
-      if (k == key && doc.at("phase") == phase && doc.contains("history_segments")) return v;
-    }
-    return {};
-  }
-  std::size_t largest_write(const std::string& key) {
-    std::lock_guard lock(mutex);
-    std::size_t largest = 0;
-    for (const auto& [k, v] : writes_) largest = k == key ? std::max(largest, v.size()) : largest;
-    return largest;
-  }
-  InMemoryStore inner;
-
- private:
-  void note(std::string_view key, const std::string& value) {
-    if (key.find("/runs/") == std::string_view::npos) return;
-    std::lock_guard lock(mutex);
-    phases_.push_back(Json::parse(value).at("phase").get<std::string>());
-    writes_.emplace_back(key, value);
-  }
-  std::mutex mutex;
-  std::vector<std::string> phases_;
-  std::vector<std::pair<std::string, std::string>> writes_;
-};
+  return {};
+}
+std::size_t largest_write(agentkit_test::RecordingStore& store, const std::string& key) {
+  std::size_t largest = 0;
+  for (const auto& [k, v] : store.writes()) largest = k == key ? std::max(largest, v.size()) : largest;
+  return largest;
+}
 
 struct Counter {
   std::atomic<int> runs{0};
@@ -112,7 +73,7 @@ struct Counter {
 }  // namespace
 
 TEST_CASE("a durable run checkpoints at every step boundary", "[durable]") {
-  auto store = std::make_shared<RecordingStore>();
+  auto store = std::make_shared<agentkit_test::RecordingStore>();
   Counter counter;
   auto llm = FakeLLM::script({
       Turn{.tool_calls = {call("c1", "note", {{"what", "a"}})}},
@@ -345,7 +306,7 @@ std::size_t stored_segments(agentkit::state::Store& store, const agentkit::Scope
 }  // namespace
 
 TEST_CASE("a long run's history is sealed into segments: each save writes only the new part", "[durable][history]") {
-  auto store = std::make_shared<RecordingStore>();
+  auto store = std::make_shared<agentkit_test::RecordingStore>();
   auto turns = reading_turns(30);  // 30 results of 3000 characters: about 90 KB of history
   turns.push_back(Turn{.content = "read them all"});
   Agent agent("reader", "fake", "You read.", react({long_read()}), {.max_iterations = 40});
@@ -355,7 +316,7 @@ TEST_CASE("a long run's history is sealed into segments: each save writes only t
 
   // Every document stays near the seal size although the history grows to 90 KB.
   const std::string key = agentkit::state::scoped_key(ctx.scope, "runs/long");
-  CHECK(store->largest_write(key) < 2 * agentkit::Checkpoint::kSealBytes);
+  CHECK(largest_write(*store, key) < 2 * agentkit::Checkpoint::kSealBytes);
   CHECK(stored_segments(store->inner, ctx.scope, "long") >= 4);
   const Json doc = Json::parse(store->get(key)->value);
   CHECK(doc.at("history_segments").size() == stored_segments(store->inner, ctx.scope, "long"));
@@ -369,7 +330,7 @@ TEST_CASE("a long run's history is sealed into segments: each save writes only t
     // A fresh store holding what a process killed mid-run leaves: the
     // document it last wrote and the segments that document lists.
     auto restarted = std::make_shared<InMemoryStore>();
-    const std::string mid = store->first_sealed_checkpoint_at(key, "act");
+    const std::string mid = first_sealed_checkpoint_at(*store, key, "act");
     REQUIRE_FALSE(mid.empty());
     restarted->put(key, mid);
     for (const auto& [k, entry] : store->inner.list(agentkit::state::scoped_key(ctx.scope, "run-history/"))) {
@@ -644,7 +605,7 @@ TEST_CASE("history policies cut at user turns and keep tool calls with their res
 }
 
 TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects happen once", "[durable][as_tool]") {
-  auto store = std::make_shared<RecordingStore>();
+  auto store = std::make_shared<agentkit_test::RecordingStore>();
   Counter counter;
   auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
                                                   react({counter.tool("order_sample", true)}));
@@ -668,7 +629,7 @@ TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects hap
   // The lead's process dies right after the checkpoint that asked for the
   // call; the sub-run had finished.
   const std::string key = agentkit::state::scoped_key(ctx.scope, "runs/lead-1");
-  const std::string act = store->checkpoint_at(key, "act");
+  const std::string act = checkpoint_at(*store, key, "act");
   REQUIRE_FALSE(act.empty());
   store->inner.put(key, act);
 
