@@ -275,7 +275,7 @@ TEST_CASE("a long run's context is summarised through the OpenAI adapter: the su
   CHECK(last.contains("tools"));
 }
 
-TEST_CASE("a handoff through the OpenAI adapter: the next request is the target's, with the transfer in its history",
+TEST_CASE("a handoff through the OpenAI adapter over loopback: the next request is the target's, with the transfer in its history",
           "[loopback][openai][handoff]") {
   WireServer server;
   server.enqueue(json_reply({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
