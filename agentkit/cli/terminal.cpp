@@ -187,6 +187,9 @@ Json fields(const ContextCompacted& e) {
   if (e.summarized) j["usage"] = to_json(e.usage);
   return j;
 }
+Json fields(const HandoffOccurred& e) {
+  return {{"type", "handoff"}, {"from", e.from}, {"to", e.to}, {"call_id", e.call_id}, {"at", e.at}};
+}
 Json fields(const McpProgress& e) {
   Json out = {{"type", "mcp_progress"},
               {"server", e.server},
@@ -367,6 +370,9 @@ void Terminal::show_text(const Event& event, bool nested) {
                    status(indent + "  · context " + (e.summarized ? "summarised" : "trimmed") + ": ~" +
                               std::to_string(e.tokens_before) + " -> ~" + std::to_string(e.tokens_after) + " tokens",
                           {}, {});
+                 },
+                 [&](const HandoffOccurred& e) {
+                   status(indent + mark(styled, kGreen, "→") + " handoff: " + e.from + " -> " + e.to, {}, {});
                  },
                  [&](const GuardrailChecked& e) {
                    if (e.verdict == "pass") return;

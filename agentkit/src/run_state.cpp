@@ -95,6 +95,10 @@ Json run_state_document(const RunState& s, Json history_json) {
   if (s.window.compacted()) {
     doc["window"] = {{"from", s.window.from}, {"summary", s.window.summary}, {"compactions", s.window.compactions}};
   }
+  if (s.handoff.happened()) {
+    doc["handoff"] = {
+        {"agent", s.handoff.agent}, {"from", s.handoff.from}, {"at", s.handoff.at}, {"handoffs", s.handoff.handoffs}};
+  }
   return doc;
 }
 
@@ -196,6 +200,20 @@ RunState RunState::from_json(const Json& j) {
                     "run state: window does not fit the history (from " + std::to_string(s.window.from) + " of " +
                         std::to_string(s.history.size()) + " messages, " + std::to_string(s.window.compactions) +
                         " compactions)");
+      }
+    }
+    if (auto handoff = j.find("handoff"); handoff != j.end()) {
+      s.handoff.agent = handoff->at("agent").get<std::string>();
+      s.handoff.from = handoff->at("from").get<std::string>();
+      s.handoff.at = json_integer<std::size_t>(handoff->at("at"), "run state: handoff.at");
+      s.handoff.handoffs = json_integer<int>(handoff->at("handoffs"), "run state: handoff.handoffs");
+      if (s.handoff.agent.empty() || s.handoff.from.empty() || s.handoff.at < 1 || s.handoff.at > s.history.size() ||
+          s.handoff.handoffs < 1) {
+        throw Error(ErrorCode::invalid_argument,
+                    "run state: handoff does not fit the run (agent '" + s.handoff.agent + "' from '" +
+                        s.handoff.from + "' at " + std::to_string(s.handoff.at) + " of " +
+                        std::to_string(s.history.size()) + " messages, " + std::to_string(s.handoff.handoffs) +
+                        " handoffs)");
       }
     }
     return s;

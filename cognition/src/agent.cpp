@@ -47,10 +47,59 @@ RunResult RunHandle::wait(Observer* observer) && {
 namespace {
 
 // The names tool_choice may name: the tools the model is shown.
-std::vector<std::string> advertised_tools(const Cognition& cognition) {
+std::vector<std::string> advertised_tools(const Cognition& cognition, const std::vector<Handoff>& handoffs) {
   std::vector<std::string> names;
   for (const ToolSpec* spec : cognition.tools().schemas()) names.push_back(spec->name);
+  for (const Handoff& h : handoffs) names.push_back(handoff_tool_name(h.agent->name()));
   return names;
+}
+
+// Every agent of the handoff graph under `agent`, itself first.
+void collect_graph(const Agent& agent, std::vector<const Agent*>& seen) {
+  if (std::find(seen.begin(), seen.end(), &agent) != seen.end()) return;
+  seen.push_back(&agent);
+  for (const Handoff& h : agent.options().handoffs) collect_graph(*h.agent, seen);
+}
+
+// The handoffs' checks (see AgentOptions::handoffs).
+void check_handoffs(const std::string& name, const Cognition& cognition, const std::vector<Handoff>& handoffs) {
+  const std::string where = "agent '" + name + "': ";
+  std::vector<const Agent*> graph;
+  for (const Handoff& h : handoffs) {
+    if (!h.agent) throw ToolDefinitionError(where + "a handoff has no agent");
+    const std::string tool = handoff_tool_name(h.agent->name());
+    const bool valid = tool.size() <= 64 && !h.agent->name().empty() &&
+                       h.agent->name().find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+    if (!valid) {
+      throw ToolDefinitionError(where + "the handoff to '" + h.agent->name() + "' makes the tool name '" + tool +
+                                "', which is invalid: an agent one hands off to needs a name of 1 to 52 letters, "
+                                "digits, '_' or '-'");
+    }
+    if (h.agent->name() == name) throw ToolDefinitionError(where + "an agent cannot hand off to an agent of its own name");
+    for (const Handoff& other : handoffs) {
+      if (&other == &h) break;
+      if (other.agent->name() == h.agent->name()) {
+        throw ToolDefinitionError(where + "two handoffs to agent '" + h.agent->name() + "'");
+      }
+    }
+    if (cognition.tools().find(tool)) {
+      throw ToolDefinitionError(where + "its tool '" + tool + "' clashes with the handoff to '" + h.agent->name() + "'");
+    }
+    collect_graph(*h.agent, graph);
+  }
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    if (graph[i]->name() == name) {
+      throw ToolDefinitionError(where + "its handoff graph holds another agent named '" + name +
+                                "' (names in a handoff graph are unique; a target cannot hand back)");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (graph[j]->name() == graph[i]->name()) {
+        throw ToolDefinitionError(where + "its handoff graph holds two different agents named '" + graph[i]->name() +
+                                  "' (names in a handoff graph are unique)");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -81,7 +130,8 @@ Agent::Agent(std::string name, std::string model, std::string prompt, std::share
       prompt_(std::move(prompt)),
       cognition_(cognition ? std::move(cognition) : std::make_shared<const cognition::ReActCognition>()),
       options_(std::move(options)) {
-  const std::vector<std::string> tools = advertised_tools(*cognition_);
+  check_handoffs(name_, *cognition_, options_.handoffs);
+  const std::vector<std::string> tools = advertised_tools(*cognition_, options_.handoffs);
   options_.model_settings.validate(&tools);
   if (auto& policy = options_.context_policy) {
     if (policy->max_tokens == 0) {
@@ -95,6 +145,17 @@ Agent::Agent(std::string name, std::string model, std::string prompt, std::share
     }
     if (!policy->estimate) policy->estimate = estimate_tokens;
   }
+}
+
+std::string handoff_tool_name(std::string_view agent) { return "transfer_to_" + std::string(agent); }
+
+const Agent* Agent::find_agent(std::string_view name) const {
+  std::vector<const Agent*> graph;
+  collect_graph(*this, graph);
+  for (const Agent* agent : graph) {
+    if (agent->name() == name) return agent;
+  }
+  return nullptr;
 }
 
 std::size_t estimate_tokens(const Message& message) {
@@ -134,6 +195,7 @@ class SettledDriver final : public RunHandle::Driver {
     result_.failure = state.failure;
     result_.usage = state.usage;
     result_.iterations = state.iterations;
+    result_.agent = state.handoff.happened() ? state.handoff.agent : state.agent;
     if (state.phase == Phase::suspended) result_.suspended = Suspended{.pending = state.pending_calls()};
     result_.state = std::move(state);
   }
@@ -292,8 +354,17 @@ void check_decisions(const RunState& state, const Decisions& decisions, const To
 }
 
 // Continues a stored, suspended run from its checkpoint.
+// The tools a suspended run's pending calls belong to: its active agent's
+// (after a handoff), else the agent's. An active agent not in the graph
+// fails the run as it starts (the engine says so); its decisions are
+// checked against the agent's own tools meanwhile.
+const ToolRegistry& tools_of(const Agent& agent, const RunState& state) {
+  const Agent* active = state.handoff.happened() ? agent.find_agent(state.handoff.agent) : nullptr;
+  return (active ? *active : agent).cognition().tools();
+}
+
 RunHandle resume_stored(const Agent& agent, state::StoredRun stored, Decisions decisions, RunContext& ctx) {
-  check_decisions(stored.state, decisions, agent.cognition().tools());
+  check_decisions(stored.state, decisions, tools_of(agent, stored.state));
   auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, stored.state.run_id, stored.version,
                                                  std::move(stored.sealed));
   return handle_for(agent.cognition().drive(agent, std::move(stored.state), std::move(decisions), ctx,
@@ -329,7 +400,7 @@ RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) co
   state.run_id = options.run_id.empty() ? RunContext::new_id("run") : std::move(options.run_id);
   state.task = sanitize_utf8(std::move(task));
   if (!options.model_settings.empty()) {
-    const std::vector<std::string> tools = advertised_tools(*cognition_);
+    const std::vector<std::string> tools = advertised_tools(*cognition_, options_.handoffs);
     options.model_settings.validate(&tools);
     state.model_settings = std::move(options.model_settings);
   }
@@ -356,7 +427,7 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
   }
   if (!ctx.store) {
     check_signature(state, ctx);
-    check_decisions(state, decisions, cognition_->tools());
+    check_decisions(state, decisions, tools_of(*this, state));
     state.signature.clear();  // the run moves on; its next result is signed afresh
     return handle_for(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, nullptr), ctx);
   }

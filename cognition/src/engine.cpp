@@ -107,6 +107,7 @@ struct ModelSlot {
   std::shared_ptr<const std::vector<Message>> messages;
   std::vector<const ToolSpec*> tools;
   std::shared_ptr<const std::vector<ToolSpec>> described;  // specs with this turn's descriptions, when any
+  std::shared_ptr<const std::vector<ToolSpec>> transfers;  // the handoff tools `tools` may point into
   std::optional<std::string> system;  // this call's prompt, when not the agent's fixed one
   ModelResponse response;
   std::exception_ptr error;
@@ -168,18 +169,20 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   Engine(const Agent& agent, RunState state, Decisions decisions, RunContext ctx,
          std::unique_ptr<Checkpoint> checkpoint)
       : agent_owner_(std::make_shared<const Agent>(agent)),
-        agent_(*agent_owner_),
-        strategy_(static_cast<const Strategy&>(agent_.cognition())),
+        agent_(agent_owner_.get()),
+        strategy_(static_cast<const Strategy*>(&agent_->cognition())),
         st_(std::move(state)),
         ctx_(std::move(ctx)),
         checkpoint_(std::move(checkpoint)) {
     if (st_.run_id.empty()) st_.run_id = RunContext::new_id("run");
-    st_.agent = agent_.name();
+    st_.agent = agent_->name();
+    if (st_.handoff.happened()) find_active();
     // The run's own token: cancel() stops this run, not the host's context.
     ctx_.cancellation = ctx_.cancellation.child();
     ctx_.correlation_id = st_.run_id;
     if (ctx_.span_id.empty()) ctx_.span_id = trace::new_span_id();
-    ctx_.agent_path = ctx_.agent_path.empty() ? agent_.name() : ctx_.agent_path + "/" + agent_.name();
+    base_path_ = ctx_.agent_path;
+    ctx_.agent_path = base_path_.empty() ? agent_->name() : base_path_ + "/" + agent_->name();
     // A sub-run (its context carries the queue of the run that started it)
     // queues its events there, stamped as its own: the parent's host drains
     // them on its thread, and this run's own queue stays empty.
@@ -188,8 +191,36 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     ctx_.usage->add(st_.usage);  // a resumed run keeps what its earlier steps used
     if (!ctx_.invoker) ctx_.invoker = std::make_shared<const Invoker>(default_middleware());
     if (ctx_.dependencies) ctx_.dependencies = ctx_.dependencies->for_run();
-    if (auto missing = missing_dependency()) unready_ = std::make_unique<std::string>(std::move(*missing));
-    specs_ = strategy_.tools().schemas();
+    adopt();
+    tracer_.start(ctx_, st_, *agent_, model_.get(), checkpoint_ != nullptr);  // before the first save: the state records the trace
+    ctx_.refresh_event_source();
+    if (st_.phase == Phase::suspended) apply_decisions(decisions);
+    claim();
+  }
+
+  // What the run takes from the agent it is under (the one it started with,
+  // or the one it handed off to): its tools and transfer tools, its model
+  // (checked against them), its model settings.
+  void adopt() {
+    if (auto missing = missing_dependency(); missing && !unready_) {
+      unready_ = std::make_unique<Failure>(Failure{.code = ErrorCode::invalid_argument, .message = std::move(*missing)});
+    }
+    specs_ = strategy_->tools().schemas();
+    transfers_.reset();
+    if (!agent_->options().handoffs.empty()) {
+      auto transfers = std::make_shared<std::vector<ToolSpec>>();
+      transfers->reserve(agent_->options().handoffs.size());  // stable addresses for specs_
+      for (const Handoff& h : agent_->options().handoffs) {
+        ToolSpec& spec = transfers->emplace_back();
+        spec.name = handoff_tool_name(h.agent->name());
+        spec.description = h.description.empty() ? "Hand the conversation to " + h.agent->name() + "." : h.description;
+        spec.parameters = Schema{{"type", "object"}, {"properties", Schema::object()}, {"additionalProperties", false}};
+      }
+      for (const ToolSpec& spec : *transfers) specs_.push_back(&spec);
+      std::sort(specs_.begin(), specs_.end(), [](const ToolSpec* a, const ToolSpec* b) { return a->name < b->name; });
+      transfers_ = std::move(transfers);
+    }
+    turn_.reset();
     for (const ToolSpec* spec : specs_) {
       if (spec->available || spec->describe) {
         turn_ = std::make_unique<TurnTools>();
@@ -197,21 +228,79 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         break;
       }
     }
+    model_.reset();
+    model_error_.reset();
     if (ctx_.models) {
       try {
-        model_ = ctx_.models(agent_.model());
+        model_ = ctx_.models(agent_->model());
         // A tool the provider cannot take fails the run here, before any
         // call: never a 400 mid-run, never a weakened schema.
-        if (model_) model_->check_schemas(specs_, agent_.options().output ? &agent_.options().output->schema : nullptr);
+        if (model_) model_->check_schemas(specs_, agent_->options().output ? &agent_->options().output->schema : nullptr);
       } catch (...) {
         model_error_ = failure_of(std::current_exception());
         model_.reset();
       }
     }
-    tracer_.start(ctx_, st_, agent_, model_.get(), checkpoint_ != nullptr);  // before the first save: the state records the trace
+    settings_ = std::make_shared<const ModelSettings>(
+        agent_->options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));
+    window_.reset();  // the estimates are the policy's, and the policy is the agent's
+  }
+
+  // A resumed or recovered run that handed off: its active agent (and the
+  // handoff that led there), found by name through the starting agent's
+  // graph. A name not there fails the run at its first step.
+  void find_active() {
+    const Agent* active = agent_owner_->find_agent(st_.handoff.agent);
+    const Agent* from = agent_owner_->find_agent(st_.handoff.from);
+    const Handoff* arrival = nullptr;
+    if (from && active) {
+      for (const Handoff& h : from->options().handoffs) {
+        if (h.agent.get() == active) arrival = &h;
+      }
+    }
+    const auto* strategy = active ? dynamic_cast<const Strategy*>(&active->cognition()) : nullptr;
+    if (!arrival || !strategy) {
+      unready_ = std::make_unique<Failure>(Failure{
+          .code = ErrorCode::not_found,
+          .message = "the run handed off to agent '" + st_.handoff.agent + "' (from '" + st_.handoff.from +
+                     "'), which is not a handoff in the handoff graph of agent '" + agent_->name() + "'"});
+      return;
+    }
+    agent_ = active;
+    strategy_ = strategy;
+    arrival_ = arrival;
+  }
+
+  // The handoff of the active agent that `tool` calls, or null.
+  const Handoff* handoff_for(std::string_view tool) const {
+    for (const Handoff& h : agent_->options().handoffs) {
+      if (tool == handoff_tool_name(h.agent->name())) return &h;
+    }
+    return nullptr;
+  }
+
+  // The run continues under the handoff's target (see Handoff).
+  void hand_off(const Handoff& handoff, const std::string& call_id) {
+    const Agent& target = *handoff.agent;
+    const auto* strategy = dynamic_cast<const Strategy*>(&target.cognition());
+    if (!strategy) {
+      cause_ = Failure{.code = ErrorCode::invalid_argument};
+      return finish(StopReason::failed, "handoff to agent '" + target.name() +
+                                            "': its cognition is not a cognition::Strategy the run engine can drive");
+    }
+    st_.handoff.from = agent_->name();
+    st_.handoff.agent = target.name();
+    st_.handoff.at = st_.history.size();
+    ++st_.handoff.handoffs;
+    HandoffOccurred event{st_.handoff.from, st_.handoff.agent, call_id, st_.handoff.at, {}};
+    tracer_.handoff(event);
+    ctx_.emit(std::move(event));
+    agent_ = &target;
+    strategy_ = strategy;
+    arrival_ = &handoff;
+    ctx_.agent_path = base_path_.empty() ? target.name() : base_path_ + "/" + target.name();
     ctx_.refresh_event_source();
-    if (st_.phase == Phase::suspended) apply_decisions(decisions);
-    claim();
+    adopt();
   }
 
   ~Engine() override {
@@ -272,8 +361,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     }
     if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
     if (unready_ && (st_.phase == Phase::ask_model || st_.phase == Phase::act)) {
-      cause_ = Failure{.code = ErrorCode::invalid_argument};
-      return finish(StopReason::failed, std::move(*std::exchange(unready_, nullptr)));
+      auto unready = std::exchange(unready_, nullptr);
+      cause_ = Failure{.code = unready->code};
+      return finish(StopReason::failed, std::move(unready->message));
     }
     switch (st_.phase) {
       case Phase::ask_model:
@@ -307,7 +397,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       writer_->wait_idle(slice);
     }
   }
-  StepContext step_context() const { return {agent_, ctx_}; }
+  StepContext step_context() const { return {*agent_, ctx_}; }
 
   // Takes the strategy's step. ask: the run asks the model next; the others
   // move the run on at once.
@@ -320,7 +410,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         return admit_calls(std::move(next.message));
       case Next::Kind::answer:
         next.message.role = Role::assistant;
-        for (const OutputGuardrail& g : agent_.options().output_guardrails) {
+        for (const OutputGuardrail& g : agent_->options().output_guardrails) {
           const GuardrailVerdict v =
               check_guardrail(g.name, "output", {}, false, [&] { return g.check(next.message, ctx_); });
           if (v.kind != GuardrailVerdict::Kind::pass) return trip(v);
@@ -444,24 +534,24 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   void ask_model() {
     if (auto why = ctx_.budget->exhausted()) return finish(StopReason::budget_exhausted, *why);
-    if (st_.iterations >= agent_.options().max_iterations) {
+    if (st_.iterations >= agent_->options().max_iterations) {
       return finish(StopReason::max_iterations,
-                    "max_iterations (" + std::to_string(agent_.options().max_iterations) + ") reached");
+                    "max_iterations (" + std::to_string(agent_->options().max_iterations) + ") reached");
     }
     if (st_.iterations == 0 && !input_checked_) {
       input_checked_ = true;
-      for (const InputGuardrail& g : agent_.options().input_guardrails) {
+      for (const InputGuardrail& g : agent_->options().input_guardrails) {
         const GuardrailVerdict v = check_guardrail(g.name, "input", {}, false, [&] { return g.check(st_.task, ctx_); });
         if (v.kind != GuardrailVerdict::Kind::pass) return trip(v);
       }
     }
     if (st_.history.empty()) st_.history.push_back(Message::user(st_.task));
-    if (const auto& policy = agent_.options().context_policy) {
+    if (const auto& policy = agent_->options().context_policy) {
       // Before the strategy decides: a summary call ends this step, and the
       // next one decides with the new window.
       if (compact(*policy) || done_) return;
     }
-    Next next = strategy_.next_call(step_context(), st_);
+    Next next = strategy_->next_call(step_context(), st_);
     if (next.kind != Next::Kind::ask) {
       apply(std::move(next));
       if (!done_) checkpoint();
@@ -472,14 +562,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (!model_) {
       cause_ = model_error_.value_or(Failure{.code = ErrorCode::not_found});
       return finish(StopReason::failed, model_error_ ? model_error_->message
-                                                     : "no model for '" + agent_.model() +
+                                                     : "no model for '" + agent_->model() +
                                                            "': the context has no model resolver or it "
                                                            "returned null");
     }
     std::optional<std::string> prompt = std::move(next.call.system);
-    if (!prompt && agent_.options().instructions) {
+    if (!prompt && agent_->options().instructions) {
       try {
-        prompt = agent_.options().instructions(ctx_);
+        prompt = agent_->options().instructions(ctx_);
       } catch (...) {
         cause_ = failure_of(std::current_exception());
         return finish(StopReason::failed, "the agent's instructions failed: " + cause_->message);
@@ -489,15 +579,24 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     ctx_.emit(ModelCallStarted{st_.iterations + 1});
     model_slot_ = std::make_shared<ModelSlot>();
     const Schema* output_schema =
-        agent_.options().output && next.call.output_schema ? &agent_.options().output->schema : nullptr;
+        agent_->options().output && next.call.output_schema ? &agent_->options().output->schema : nullptr;
     if (next.call.tools && turn_) offer_tools();
     const std::span<const ToolSpec* const> tools =
         next.call.tools ? offered_tools() : std::span<const ToolSpec* const>();
     if (turn_) model_slot_->described = turn_->described;
+    model_slot_->transfers = transfers_;
     model_slot_->system = std::move(prompt);
-    if (st_.window.compacted()) model_slot_->messages = window_view();
-    const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_.prompt();
-    ModelRequest request{agent_.model(), system,
+    if (st_.window.compacted() || filtered()) {
+      try {
+        model_slot_->messages = window_view();
+      } catch (...) {
+        model_slot_.reset();
+        cause_ = failure_of(std::current_exception());
+        return finish(StopReason::failed, "the handoff's keep filter failed: " + cause_->message);
+      }
+    }
+    const std::string_view system = model_slot_->system ? std::string_view(*model_slot_->system) : agent_->prompt();
+    ModelRequest request{agent_->model(), system,
                          model_slot_->messages ? std::span<const Message>(*model_slot_->messages)
                                                : std::span<const Message>(st_.history),
                          tools, output_schema, settings_.get()};
@@ -534,8 +633,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     pending_->add(1);
     // The work shares the slot (its messages, tools and prompt) and the agent
     // copy (the model's name, the prompt, the output schema), never the engine.
-    executor->submit([slot = model_slot_, pending = pending_, model, ctx = worker_context(), agent = agent_owner_,
-                      name = request.model, output_schema = request.output_schema, settings = std::move(settings),
+    executor->submit([slot = model_slot_, pending = pending_, model, ctx = worker_context(), owner = agent_owner_,
+                      agent = agent_, name = request.model, output_schema = request.output_schema, settings = std::move(settings),
                       traceparent = std::string(request.traceparent)]() mutable {
       const std::string_view system = slot->system ? std::string_view(*slot->system) : agent->prompt();
       ModelRequest request{name, system, *slot->messages, slot->tools, output_schema, settings.get()};
@@ -581,7 +680,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (slot->compaction) return summarized(*slot);
     if (slot->error) {
       cause_ = failure_of(slot->error);
-      cause_->model = agent_.model();
+      cause_->model = agent_->model();
       Usage spent;
       try {
         std::rethrow_exception(slot->error);
@@ -598,11 +697,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     const double cost_before = st_.cost_usd;
     charge(response.usage);
     ctx_.emit(ModelCallFinished{st_.iterations, response.usage, response.finish_reason});
-    tracer_.model_finished(response, agent_.options().pricing ? std::optional(st_.cost_usd - cost_before) : std::nullopt);
+    tracer_.model_finished(response, agent_->options().pricing ? std::optional(st_.cost_usd - cost_before) : std::nullopt);
     // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
     Message message = sanitize_utf8(std::move(response.message));
     message.role = Role::assistant;
-    apply(strategy_.on_reply(step_context(), st_, std::move(message)));
+    apply(strategy_->on_reply(step_context(), st_, std::move(message)));
     if (!done_) checkpoint();
   }
 
@@ -611,7 +710,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     st_.usage += usage;
     ctx_.usage->add(usage);
     ctx_.budget->charge_tokens(usage);
-    if (const auto& pricing = agent_.options().pricing) {
+    if (const auto& pricing = agent_->options().pricing) {
       const double cost = pricing->cost(usage);
       st_.cost_usd += cost;
       ctx_.budget->charge_cost(cost);
@@ -633,6 +732,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       return false;
     };
+    bool handed_off = false;
     for (std::size_t i = 0; i < n; ++i) {
       ToolCall& call = calls[i];
       std::string problem;
@@ -644,7 +744,18 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         problem = "duplicate tool call id '" + original + "' in one turn; this call was not run. Issue each call with a distinct id.";
       } else if (call.name.empty()) {
         problem = "tool call has an empty name; advertised tools: " + quoted_list(advertised_names());
-      } else if (ToolPtr tool = strategy_.tools().find(call.name); !tool || !tool->advertised()) {
+      } else if (const Handoff* handoff = handoff_for(call.name)) {
+        // The engine answers a transfer itself; the switch comes once the
+        // batch's results are in (collect_calls).
+        if (handed_off) {
+          problem = "only one handoff per turn: an earlier call of this turn already transfers the conversation; "
+                    "this call was not run.";
+        } else {
+          handed_off = true;
+          call.arguments_text.clear();
+          st_.outcomes[i] = CallOutcome{"Transferred to " + handoff->agent->name() + ".", false, CallStatus::ok};
+        }
+      } else if (ToolPtr tool = strategy_->tools().find(call.name); !tool || !tool->advertised()) {
         // A hidden tool is the host's and the strategy's, never the model's.
         problem = "unknown tool '" + call.name + "'. Advertised tools: " + quoted_list(advertised_names());
       } else if (turn_ && !offered(call.name)) {
@@ -671,7 +782,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // What the run's tools need injected that its context does not provide:
   // the run fails at its start, before the model is asked or a call runs.
   std::optional<std::string> missing_dependency() const {
-    for (const ToolPtr& tool : strategy_.tools().tools()) {
+    for (const ToolPtr& tool : strategy_->tools().tools()) {
       for (const InjectedType& needed : tool->spec().injected) {
         if (ctx_.dependencies && ctx_.dependencies->provides(needed.type)) continue;
         return "tool '" + tool->name() + "' needs Inject<" + needed.name + ">, and the run's context provides none " +
@@ -795,11 +906,30 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     }
     for (std::size_t g = kept; g < from;) {
       const std::size_t end = group_end(g, from);
-      if (group_pinned(g, end)) view->insert(view->end(), at(g), at(end));
+      if (group_pinned(g, end) && !hidden(g, end)) view->insert(view->end(), at(g), at(end));
       g = end;
     }
-    view->insert(view->end(), at(from), st_.history.end());
+    // Before a handoff, the groups its keep filter holds.
+    const std::size_t cut = filtered() ? std::max(from, std::min(st_.handoff.at, st_.history.size())) : from;
+    for (std::size_t g = from; g < cut;) {
+      const std::size_t end = group_end(g, cut);
+      if (!hidden(g, end)) view->insert(view->end(), at(g), at(end));
+      g = end;
+    }
+    view->insert(view->end(), at(cut), st_.history.end());
     return view;
+  }
+
+  // Whether the handoff that led to the active agent filters what it sees.
+  bool filtered() const { return arrival_ && arrival_->keep && st_.handoff.happened(); }
+  // Whether the group history[begin, end), before the handoff, is hidden
+  // from the active agent's model (Handoff::keep fails for one of its messages).
+  bool hidden(std::size_t begin, std::size_t end) const {
+    if (!filtered() || begin >= st_.handoff.at) return false;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!arrival_->keep(st_.history[i])) return true;
+    }
+    return false;
   }
 
   // Applies the policy before a model call. Returns true when it started a
@@ -855,13 +985,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (!summarizer) {
       cause_ = Failure{.code = ErrorCode::not_found};
       finish(StopReason::failed, "no model for '" +
-                                     (policy.summary_model.empty() ? agent_.model() : policy.summary_model) +
+                                     (policy.summary_model.empty() ? agent_->model() : policy.summary_model) +
                                      "' to summarise the context with");
       return false;
     }
     model_slot_ = std::make_shared<ModelSlot>();
     model_slot_->compaction = ModelSlot::Compaction{
-        from, to, before, policy.summary_model.empty() ? agent_.model() : policy.summary_model};
+        from, to, before, policy.summary_model.empty() ? agent_->model() : policy.summary_model};
     model_slot_->system = policy.summary_prompt;
     model_slot_->messages =
         std::make_shared<const std::vector<Message>>(std::vector<Message>{Message::user(transcript(from, to))});
@@ -932,7 +1062,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     ModelResponse& response = slot.response;
     const double cost_before = st_.cost_usd;
     charge(response.usage);
-    tracer_.model_finished(response, agent_.options().pricing ? std::optional(st_.cost_usd - cost_before) : std::nullopt);
+    tracer_.model_finished(response, agent_->options().pricing ? std::optional(st_.cost_usd - cost_before) : std::nullopt);
     std::string summary = sanitize_utf8(std::move(response.message)).text();
     if (summary.empty()) {
       cause_ = Failure{.code = ErrorCode::protocol, .model = c.model};
@@ -971,7 +1101,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     for (std::size_t i = 0; i < st_.batch.size(); ++i) {
       if (st_.outcomes[i]) continue;
       const ToolCall& call = st_.batch[i];
-      for (const ToolGuardrail& g : agent_.options().tool_guardrails) {
+      for (const ToolGuardrail& g : agent_->options().tool_guardrails) {
         if (!g.before || !applies(g, call.name)) continue;
         const GuardrailVerdict v =
             check_guardrail(g.name, "tool_before", call.id, true, [&] { return g.before(call, ctx_); });
@@ -995,7 +1125,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     const auto deadline = call_deadline();
     for (std::size_t k = 0; k < to_run.size(); ++k) {
       const ToolCall& call = st_.batch[to_run[k]];
-      ToolPtr tool = strategy_.tools().find(call.name);
+      ToolPtr tool = strategy_->tools().find(call.name);
       auto& slot = (*calls_)[k];
       slot.ctx = worker_context();
       slot.ctx.cancellation = ctx_.cancellation.child(deadline);
@@ -1091,7 +1221,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
       std::vector<ContentPart> parts;
       if (r->is_ok() && !r->parts.empty()) {
-        if (auto problem = parts_problem(*r, agent_.options().content_limits)) {
+        if (auto problem = parts_problem(*r, agent_->options().content_limits)) {
           *r = ToolResult::error("Tool '" + call.name + "' returned content this run cannot take: " + *problem);
         } else {
           parts = sanitize_utf8(Message::user(std::move(r->parts))).content;
@@ -1119,7 +1249,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // After-guardrails on a call's result: a repair replaces what the model
   // reads; a tripwire stops the run once the batch is collected.
   void check_result(const ToolCall& call, CallOutcome& outcome) {
-    for (const ToolGuardrail& g : agent_.options().tool_guardrails) {
+    for (const ToolGuardrail& g : agent_->options().tool_guardrails) {
       if (tripped_ || !g.after || !applies(g, call.name)) continue;
       const GuardrailVerdict v =
           check_guardrail(g.name, "tool_after", call.id, true, [&] { return g.after(call, outcome, ctx_); });
@@ -1168,8 +1298,22 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       st_.phase = Phase::suspended;
       return finish(StopReason::suspended, {});
     }
-    Next next = strategy_.after_calls(step_context(), st_);
+    Next next = strategy_->after_calls(step_context(), st_);
+    // A transfer answered in this batch (the first: the others were refused).
+    const Handoff* handoff = nullptr;
+    std::string call_id;
+    for (std::size_t i = 0; i < st_.batch.size() && !handoff; ++i) {
+      const auto& outcome = st_.outcomes[i];
+      if (outcome && outcome->outcome == CallStatus::ok && !outcome->is_error) {
+        if ((handoff = handoff_for(st_.batch[i].name))) call_id = st_.batch[i].id;
+      }
+    }
     append_results();
+    if (handoff) {
+      hand_off(*handoff, call_id);
+      if (done_ || ending_) return;
+      if (next.kind != Next::Kind::stop) next = Next::ask();  // the target's model is asked next
+    }
     apply(std::move(next));
     if (!done_) checkpoint();
   }
@@ -1295,6 +1439,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     result_.usage = ctx_.usage->total();  // this run's steps plus its sub-runs'
     if (parent_usage_) parent_usage_->add(result_.usage);
     result_.iterations = st_.iterations;
+    result_.agent = agent_->name();
     if (reason == StopReason::suspended) {
       Suspended s{.pending = st_.pending_calls()};
       ctx_.emit(RunSuspended{s.pending});
@@ -1312,9 +1457,11 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     complete_end();
   }
 
-  std::shared_ptr<const Agent> agent_owner_;  // shared with work in flight
-  const Agent& agent_;
-  const Strategy& strategy_;  // the agent copy's, kept alive by it
+  std::shared_ptr<const Agent> agent_owner_;  // shared with work in flight; owns the handoff graph
+  const Agent* agent_;        // the agent the run is under: agent_owner_, or a handoff's target in its graph
+  const Strategy* strategy_;  // agent_'s, kept alive by agent_owner_
+  const Handoff* arrival_ = nullptr;  // the handoff that led to agent_, if any
+  std::string base_path_;             // the agent path of the run that started this one, if any
   RunState st_;
   RunContext ctx_;
   std::shared_ptr<EventQueue> events_ = std::make_shared<EventQueue>();
@@ -1330,13 +1477,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     std::shared_ptr<const std::vector<ToolSpec>> described;  // what `offered` points into for described tools
   };
   std::unique_ptr<TurnTools> turn_;      // set when some tool's availability or description depends on the context
-  std::unique_ptr<std::string> unready_;  // a dependency the tools need and the context lacks
+  std::unique_ptr<Failure> unready_;  // a dependency the tools need and the context lacks, or an unknown active agent
+  std::shared_ptr<const std::vector<ToolSpec>> transfers_;  // the active agent's handoff tools, when it has handoffs
   std::unique_ptr<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection
   std::unique_ptr<WindowCache> window_;   // with a context policy
   bool input_checked_ = false;            // the input guardrails ran (once per run)
   // The agent's model settings overridden by the run's (kept in its state).
-  std::shared_ptr<const ModelSettings> settings_ = std::make_shared<const ModelSettings>(
-      agent_.options().model_settings.merged(st_.model_settings.value_or(ModelSettings{})));
+  std::shared_ptr<const ModelSettings> settings_;  // set by adopt()
   std::shared_ptr<Checkpoint> checkpoint_;  // null: not durable
   std::unique_ptr<CheckpointWriter> writer_;  // set once the run is claimed
   std::size_t sent_ = 0;                      // history messages handed to the writer

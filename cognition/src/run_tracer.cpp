@@ -262,6 +262,16 @@ void RunTracer::guardrail_checked(const GuardrailChecked& check, Clock::time_poi
   this->end(std::move(span));
 }
 
+void RunTracer::handoff(const HandoffOccurred& handoff) {
+  if (!on()) return;
+  Span span = open("handoff " + handoff.to, trace::SpanKind::internal, s_->run.span_id);
+  span.end = span.start;
+  add(span, "agentkit.handoff.from", handoff.from);
+  add(span, "agentkit.handoff.to", handoff.to);
+  if (!handoff.call_id.empty()) add(span, "gen_ai.tool.call.id", handoff.call_id);
+  this->end(std::move(span));
+}
+
 void RunTracer::run_finished(const RunState& state, const Usage& usage) {
   if (!on() || s_->ended) return;
   add(s_->run, "agentkit.run.stop_reason", std::string(to_string(state.stop_reason)));

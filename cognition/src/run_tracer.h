@@ -57,6 +57,10 @@ class RunTracer {
   // an error when it tripped.
   void guardrail_checked(const GuardrailChecked& check, Clock::time_point start, Clock::time_point end);
 
+  // A handoff (HandoffOccurred): a span of its own under the run
+  // ("handoff {to}"), ended at once.
+  void handoff(const HandoffOccurred& handoff);
+
   // Ends the invoke_agent span.
   void run_finished(const RunState& state, const Usage& usage);
   // Ends it for a run whose handle was dropped before it finished.

@@ -274,3 +274,47 @@ TEST_CASE("a long run's context is summarised through the OpenAI adapter: the su
   CHECK(requests[3].body.find("PAGE-TWO") != std::string::npos);
   CHECK(last.contains("tools"));
 }
+
+TEST_CASE("a handoff through the OpenAI adapter over loopback: the next request is the target's, with the transfer in its history",
+          "[loopback][openai][handoff]") {
+  WireServer server;
+  server.enqueue(json_reply({{"choices", {{{"index", 0}, {"finish_reason", "tool_calls"},
+                                     {"message", {{"role", "assistant"}, {"content", nullptr},
+                                                  {"tool_calls", {{{"id", "call_1"}, {"type", "function"},
+                                                                   {"function", {{"name", "transfer_to_billing"}, {"arguments", "{}"}}}}}}}}}}},
+                       {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 5}}}}));
+  server.enqueue(json_reply({{"choices", {{{"index", 0}, {"finish_reason", "stop"},
+                                     {"message", {{"role", "assistant"}, {"content", "Billing here: refund issued."}}}}}}}));
+  const std::string model = "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  auto refund_status = agentkit::tool("refund_status")
+                           .doc("Report the status of a refund for a customer order by its id.")
+                           .side_effecting(false)
+                           .params("order_id")
+                           .fn([](const std::string& id) { return "refund for " + id + " is pending"; });
+  auto billing = std::make_shared<const agentkit::Agent>("billing", model, "You are billing.",
+                                                         agentkit::cognition::react({refund_status}));
+  agentkit::AgentOptions options;
+  options.handoffs.push_back({billing, "Refunds, invoices and charges."});
+  agentkit::Agent triage("triage", model, "You are triage.", agentkit::cognition::react({city_population()}), options);
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key", .stream = false});
+  auto result = triage.run("Refund order A-1", ctx);
+  REQUIRE(result.stop_reason == agentkit::StopReason::answered);
+  CHECK(result.output == "Billing here: refund issued.");
+  CHECK(result.agent == "billing");
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  const Json first = Json::parse(requests[0].body);
+  REQUIRE(first["tools"].size() == 2);
+  CHECK(first["tools"][1]["function"]["name"] == "transfer_to_billing");
+  CHECK(first["tools"][1]["function"]["description"] == "Refunds, invoices and charges.");
+  CHECK(first["messages"][0]["content"] == "You are triage.");
+  const Json second = Json::parse(requests[1].body);
+  CHECK(second["messages"][0] == Json({{"role", "system"}, {"content", "You are billing."}}));
+  REQUIRE(second["tools"].size() == 1);
+  CHECK(second["tools"][0]["function"]["name"] == "refund_status");
+  REQUIRE(second["messages"].size() == 4);
+  CHECK(second["messages"][2]["tool_calls"][0]["function"]["name"] == "transfer_to_billing");
+  CHECK(second["messages"][3] ==
+        Json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "Transferred to billing."}}));
+}

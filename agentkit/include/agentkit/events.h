@@ -231,9 +231,24 @@ struct ContextCompacted {
   EventInfo info;
 };
 
+// The run handed the conversation from agent `from` to agent `to` (see
+// Handoff in <agentkit/agent.h>): the model called `transfer_to_<to>` as
+// call `call_id`, the batch's results are in the history, and the run
+// continues under `to` (its prompt, tools, model and settings). `at` is
+// the history's size at the switch: history[0, at) came before it. Events
+// after this one carry the new agent in their agent path.
+struct HandoffOccurred {
+  std::string from;
+  std::string to;
+  std::string call_id;
+  std::size_t at = 0;
+  EventInfo info;
+};
+
 using Event = std::variant<ModelCallStarted, ModelCallFinished, ToolCallStarted, ToolCallFinished, ToolSpan,
                            RunSuspended, RunFinished, Progress, McpProgress, TextDelta, ToolCallRefused,
-                           ApprovalDecided, ToolCallDelta, ReasoningDelta, GuardrailChecked, ContextCompacted>;
+                           ApprovalDecided, ToolCallDelta, ReasoningDelta, GuardrailChecked, ContextCompacted,
+                           HandoffOccurred>;
 
 // The metadata of any event (its `info` member).
 const EventInfo& info_of(const Event& event) noexcept;

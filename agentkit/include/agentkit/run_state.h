@@ -47,6 +47,22 @@ struct ContextWindow {
   bool compacted() const noexcept { return compactions > 0; }
 };
 
+// Which agent the run is under once it handed off (see Handoff in
+// <agentkit/agent.h>). Serialised as "handoff" (an object with "agent",
+// "from" and "at", written only once a handoff happened). `agent` is the
+// active agent's name, found again through the starting agent's handoff
+// graph when the run is resumed or recovered; `from` the agent that handed
+// to it (whose Handoff::keep filters what `agent`'s model sees of
+// history[0, at)); `at` the history's size at the handoff (1 to its size).
+struct HandoffState {
+  std::string agent;  // empty: no handoff, the run is under RunState::agent
+  std::string from;
+  std::size_t at = 0;
+  int handoffs = 0;   // handoffs so far in this run
+
+  bool happened() const noexcept { return !agent.empty(); }
+};
+
 // The whole state of a run: what resume() needs, nothing process-bound.
 // Serialised as versioned JSON: this agentkit reads every earlier version and
 // refuses a newer one with a clear error.
@@ -110,6 +126,10 @@ struct RunState {
   std::string trace_span_id;
   // The model's view of a long run's history (AgentOptions::context_policy).
   ContextWindow window;
+  // The agent the run is under after a handoff. `agent` above keeps naming
+  // the agent the run started with (the one that resumes and recovers it);
+  // RunResult::agent names the one that answered.
+  HandoffState handoff;
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;

@@ -93,6 +93,10 @@ struct RunResult {
   //     retry_later(result.failure->retry_after.value_or(std::chrono::seconds(30)));
   //   }
   std::optional<Failure> failure;
+  // The name of the agent the run ended under: the one that answered (or
+  // suspended, or failed). The agent the run started with unless it handed
+  // off (see Handoff).
+  std::string agent;
   Usage usage;        // this run's model calls plus those of sub-runs it started (as_tool)
   int iterations = 0;
   RunState state;  // feed to Agent::resume; signed when the context has a state_key
@@ -292,6 +296,54 @@ struct Pricing {
   double cost(const Usage& usage) const noexcept;
 };
 
+class Agent;
+
+// One agent this agent may hand the conversation to (AgentOptions::handoffs).
+// The model sees a tool `transfer_to_<agent name>`, taking no arguments,
+// beside the agent's own tools; calling it hands the run over. The engine
+// answers that call itself ("Transferred to <name>."; it never reaches the
+// invoker, needs no approval and costs no tool call), the batch's other
+// calls run as usual, and once their results are in the history the run
+// continues under the target: its prompt (or instructions), cognition and
+// tools, model (checked with Model::check_schemas as at a run's start),
+// model settings (the run's RunOptions::model_settings still override
+// them), options (max_iterations counts the whole run's model calls,
+// output type, guardrails, context policy) and its own handoffs. The
+// history is carried whole; a HandoffOccurred event and a "handoff <name>"
+// span record the switch, and RunResult::agent names the agent that
+// answered. Of two transfer calls in one turn the first wins; the others
+// get an error result ("only one handoff per turn").
+//
+// `keep` (optional) filters what the target's model sees of the messages
+// before the handoff: a group (a message and the tool results after it, so
+// a call never shows without its results) stays when `keep` holds for each
+// of its messages. The task (and a session's history) always stays; the
+// history itself is never edited (this is a view, like the context
+// window's). Only the latest handoff's `keep` applies.
+//
+// Durable: RunState::handoff names the active agent, and a resumed or
+// recovered run finds it again by name through the starting agent's
+// handoff graph (a name not found there fails the run at its start,
+// not_found). So names in one graph are unique: Agent's
+// constructor refuses two different agents of one name, itself included.
+// Agents are immutable and built before the agents that list them, so the
+// graph cannot hold a cycle (and no shared_ptr cycle leaks): a target
+// cannot hand back to the agent that lists it.
+//
+// Example:
+//   auto billing = std::make_shared<const agentkit::Agent>("billing", "fake", "You handle refunds.", billing_tools);
+//   agentkit::AgentOptions options;
+//   options.handoffs.push_back({billing, "Refunds, invoices and charges."});
+//   agentkit::Agent triage("triage", "fake", "Route the customer.", nullptr, std::move(options));
+struct Handoff {
+  std::shared_ptr<const Agent> agent;  // required
+  std::string description;             // empty: "Hand the conversation to <name>."
+  std::function<bool(const Message&)> keep;
+};
+
+// The tool name the model calls to hand the conversation to `agent`.
+std::string handoff_tool_name(std::string_view agent);
+
 struct AgentOptions {
   int max_iterations = 10;  // model calls per run
   int max_repairs = 3;      // consecutive turns with bad calls before failing
@@ -323,6 +375,12 @@ struct AgentOptions {
   // Compacts what the model sees of a long run; see ContextPolicy. Checked
   // by Agent's constructor (std::invalid_argument).
   std::optional<ContextPolicy> context_policy;
+  // The agents this agent may hand the conversation to; see Handoff.
+  // Checked by Agent's constructor (ToolDefinitionError naming the agent):
+  // a null target, one listed twice, a name that makes no valid tool name,
+  // a transfer tool's name taken by one of the agent's tools, or two
+  // different agents of one name in the handoff graph.
+  std::vector<Handoff> handoffs;
 };
 
 struct RunOptions {
@@ -355,6 +413,10 @@ class Agent {
   const std::string& prompt() const noexcept { return prompt_; }
   const AgentOptions& options() const noexcept { return options_; }
   const Cognition& cognition() const noexcept { return *cognition_; }
+  // The agent named `name` in this agent's handoff graph (this agent, its
+  // handoffs' targets, theirs, ...), or null. A run resumed or recovered
+  // after a handoff finds its active agent so (RunState::handoff).
+  const Agent* find_agent(std::string_view name) const;
   // Throws ToolDefinitionError when `model` cannot take one of this agent's
   // tools or its output schema (Model::check_schemas), naming the tool, the
   // field and the provider's dialect. Every run checks the same when it
