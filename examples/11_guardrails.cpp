@@ -1,12 +1,14 @@
 // 11 — guardrails and approval rules on a support agent (offline: FakeLLM).
 //
-// Three runs of one agent:
+// Three runs of one agent, and one of an agent whose answers an agent judges:
 //   1. A task holding a card number: the input guardrail trips before the
 //      model is asked.
 //   2. Two refunds: the $900 one is repaired by a tool guardrail (it never
 //      runs; the model reads why), the $40 one runs at once, and its result
 //      is repaired after the call (the card number is withheld).
 //   3. A $250 refund: the approval rule (over $100) suspends it for a human.
+//   4. An answer that promises a date: a judge agent (an output guardrail
+//      that is an agent) stops it before the run answers.
 //
 // Run: ./build/examples/example_11_guardrails
 #include <iostream>
@@ -14,6 +16,7 @@
 #include <string>
 
 #include <agentkit/agent.h>
+#include <agentkit/agent_guardrails.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/guardrail.h>
@@ -101,4 +104,17 @@ int main() {
   });
   auto ctx3 = agentkit::testing::make_test_ctx({.llm = llm3});
   report("3. a $250 refund", agent.run("Refund A-3 ($250)", ctx3), llm3);
+
+  auto judge = std::make_shared<const agentkit::Agent>(
+      "judge", "fake", "Answer PASS unless the reply promises what we cannot keep; then say what it promises.");
+  agentkit::AgentOptions judged;
+  judged.output_guardrails.push_back(agentkit::output_guardrail("no_promises", judge));
+  const agentkit::Agent careful("support", "fake", "You handle refunds.", agentkit::cognition::react({refund_tool()}),
+                                judged);
+  auto llm4 = agentkit::testing::FakeLLM::script({
+      Turn{.content = "Your refund arrives tomorrow, guaranteed."},
+      Turn{.content = "It guarantees a delivery date."},  // the judge's verdict
+  });
+  auto ctx4 = agentkit::testing::make_test_ctx({.llm = llm4});
+  report("4. a promise, judged by an agent", careful.run("When does my refund arrive?", ctx4), llm4);
 }

@@ -330,7 +330,7 @@ int resume_command(const ResumeArgs& args) {
     Driver driver{*runtime, ctx, ui, args.output, resume_command_for(args.run_id, args.output)};
     ui.started(args.run_id, config.name, true);
     if (stored->phase == Phase::suspended) {
-      auto decisions = decisions_for(args, stored->pending_calls());
+      auto decisions = decisions_for(args, suspension_of(*stored).pending);
       if (!decisions) {
         ui.note("no decision given; run " + args.run_id + " stays suspended");
         return static_cast<int>(g_interrupted ? Exit::cancelled : Exit::suspended);

@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdint>
 
+#include <agentkit/agent.h>
+
 #include "terminal.h"
 
 namespace agentkit::cli {
@@ -107,7 +109,7 @@ class TextView {
       }
     } else if (status == "suspended") {
       line(indent + "awaiting approval:");
-      for (const auto& call : s.pending_calls()) line(indent + "  " + first_line(call.id, kIdChars) + "  " + call_preview(call));
+      for (const auto& call : suspension_of(s).pending) line(indent + "  " + first_line(call.id, kIdChars) + "  " + call_preview(call));
     } else if (status == "running") {
       line(indent + "running, or interrupted at " + std::string(to_string(s.phase)) +
            " (agentkit resume " + first_line(s.run_id, kIdChars) + " recovers it)");

@@ -109,6 +109,10 @@ ToolResult call_tool(const ToolRequest& request, RunContext& ctx) {
     return ToolResult::ok(std::move(out.value), std::move(out.parts));
   } catch (const OutcomeUnknownError& e) {
     return ToolResult::outcome_unknown(e.what());
+  } catch (const CallSuspended& e) {
+    ToolResult paused = ToolResult::awaiting_approval();
+    paused.nested = e.nested();
+    return paused;
   }
 }
 

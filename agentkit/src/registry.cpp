@@ -22,6 +22,8 @@ class WrappedTool final : public Tool {
   // is still a read.
   bool side_effecting_for(const Json& arguments) const override { return inner_->side_effecting_for(arguments); }
   void check_arguments(const Json& arguments) const override { inner_->check_arguments(arguments); }
+  bool reenterable() const noexcept override { return inner_->reenterable(); }
+  const Tool* wrapped() const noexcept override { return inner_.get(); }
   bool requires_approval_for(const Json& arguments, const RunContext& ctx) const override {
     return spec_.effects.requires_approval || inner_->requires_approval_for(arguments, ctx) ||
            (also_when_ && also_when_(arguments, ctx));

@@ -99,6 +99,24 @@ Json run_state_document(const RunState& s, Json history_json) {
     doc["handoff"] = {
         {"agent", s.handoff.agent}, {"from", s.handoff.from}, {"at", s.handoff.at}, {"handoffs", s.handoff.handoffs}};
   }
+  if (!s.nested.empty()) {
+    Json nested = Json::object();
+    for (const auto& [call_id, n] : s.nested) {
+      Json calls = Json::array();
+      for (const auto& c : n.pending) calls.push_back(agentkit::to_json(c));
+      Json decisions = Json::object();
+      for (const auto& [id, d] : n.decisions) {
+        static constexpr const char* kKinds[] = {"approve", "reject", "edit"};
+        Json decision = {{"kind", kKinds[static_cast<int>(d.kind)]}};
+        if (!d.message.empty()) decision["message"] = d.message;
+        if (d.kind == Decision::Kind::edit) decision["arguments"] = d.arguments;
+        decisions[id] = std::move(decision);
+      }
+      nested[call_id] = {{"run_id", n.run_id}, {"iterations", n.iterations}, {"pending", std::move(calls)},
+                         {"agents", n.agents},  {"decided", n.decided},       {"decisions", std::move(decisions)}};
+    }
+    doc["nested"] = std::move(nested);
+  }
   return doc;
 }
 
@@ -214,6 +232,44 @@ RunState RunState::from_json(const Json& j) {
                         s.handoff.from + "' at " + std::to_string(s.handoff.at) + " of " +
                         std::to_string(s.history.size()) + " messages, " + std::to_string(s.handoff.handoffs) +
                         " handoffs)");
+      }
+    }
+    if (auto nested = j.find("nested"); nested != j.end()) {
+      for (const auto& [call_id, n] : nested->items()) {
+        const auto problem = [&](const std::string& what) {
+          return Error(ErrorCode::invalid_argument, "run state: nested['" + call_id + "'] " + what);
+        };
+        if (std::none_of(s.batch.begin(), s.batch.end(), [&](const ToolCall& c) { return c.id == call_id; })) {
+          throw problem("is not a call of the batch");
+        }
+        NestedSuspension suspension;
+        suspension.run_id = n.at("run_id").get<std::string>();
+        suspension.iterations = json_integer<int>(n.at("iterations"), "run state: nested.iterations");
+        for (const auto& c : n.at("pending")) suspension.pending.push_back(tool_call_from_json(c));
+        suspension.agents = n.at("agents").get<std::vector<std::string>>();
+        suspension.decided = n.at("decided").get<bool>();
+        for (const auto& [id, d] : n.at("decisions").items()) {
+          const auto kind = d.at("kind").get<std::string>();
+          Decision decision;
+          if (kind == "approve") {
+            decision = Decision::approve();
+          } else if (kind == "reject") {
+            decision = Decision::reject(d.value("message", std::string()));
+          } else if (kind == "edit") {
+            decision = Decision::edit(d.at("arguments"));
+          } else {
+            throw problem("holds a decision of unknown kind '" + kind + "'");
+          }
+          suspension.decisions.emplace(id, std::move(decision));
+        }
+        const bool pending = std::find(s.pending.begin(), s.pending.end(), call_id) != s.pending.end();
+        if (suspension.run_id.empty() || suspension.iterations < 0 || suspension.pending.empty() ||
+            suspension.agents.size() != suspension.pending.size() || (!suspension.decided && !suspension.decisions.empty()) ||
+            suspension.decided == pending) {
+          throw problem("does not describe a suspended sub-run (a run id, its pending calls, an agent path for each; "
+                        "pending until decided, and decisions only once decided)");
+        }
+        s.nested.emplace(call_id, std::move(suspension));
       }
     }
     return s;

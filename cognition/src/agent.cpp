@@ -196,7 +196,7 @@ class SettledDriver final : public RunHandle::Driver {
     result_.usage = state.usage;
     result_.iterations = state.iterations;
     result_.agent = state.handoff.happened() ? state.handoff.agent : state.agent;
-    if (state.phase == Phase::suspended) result_.suspended = Suspended{.pending = state.pending_calls()};
+    if (state.phase == Phase::suspended) result_.suspended = suspension_of(state);
     result_.state = std::move(state);
   }
   bool poll() override { return true; }
@@ -328,32 +328,6 @@ RunHandle handle_for(std::unique_ptr<RunHandle::Driver> driver, const RunContext
   return RunHandle(std::make_unique<SigningDriver>(std::move(driver), ctx.state_key));
 }
 
-// Every decision names a pending call, and every edit is a valid call of its
-// tool: checked before anything runs or is saved.
-void check_decisions(const RunState& state, const Decisions& decisions, const ToolRegistry& tools) {
-  const std::vector<ToolCall> pending = state.pending_calls();
-  for (const auto& entry : decisions) {
-    const std::string& id = entry.first;  // not a structured binding: clang 14 cannot capture one
-    const Decision& decision = entry.second;
-    auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; });
-    if (call == pending.end()) {
-      std::vector<std::string> ids;
-      for (const auto& c : pending) ids.push_back(c.id);
-      throw InvalidDecision(id, "no such call is pending in run '" + state.run_id + "' (pending: " + quoted_list(ids) +
-                                    ")");
-    }
-    if (decision.kind != Decision::Kind::edit) continue;
-    ToolPtr tool = tools.find(call->name);
-    if (!tool) throw InvalidDecision(id, "its tool '" + call->name + "' is not registered");
-    try {
-      tool->check_arguments(decision.arguments);
-    } catch (const ToolArgumentError& e) {
-      throw InvalidDecision(id, std::string("the edited arguments are not a valid call: ") + e.what());
-    }
-  }
-}
-
-// Continues a stored, suspended run from its checkpoint.
 // The tools a suspended run's pending calls belong to: its active agent's
 // (after a handoff), else the agent's. An active agent not in the graph
 // fails the run as it starts (the engine says so); its decisions are
@@ -363,8 +337,67 @@ const ToolRegistry& tools_of(const Agent& agent, const RunState& state) {
   return (active ? *active : agent).cognition().tools();
 }
 
+// Every decision names a pending call, and every edit is a valid call of its
+// tool: checked before anything runs or is saved. A sub-agent's call
+// ("<call id>/<its id>") is checked the same way in the sub-run's stored
+// state, against the sub-agent's tools, when the store holds it; `prefix`
+// qualifies the ids named in errors at that depth.
+void check_decisions(const RunState& state, const Decisions& decisions, const Agent& agent, const RunContext& ctx,
+                     const std::string& prefix = {}) {
+  const ToolRegistry& tools = tools_of(agent, state);
+  const std::vector<ToolCall> pending = state.pending_calls();
+  const auto not_pending = [&](const std::string& id) {
+    std::vector<std::string> ids;
+    for (const auto& call : suspension_of(state).pending) ids.push_back(prefix + call.id);
+    return InvalidDecision(prefix + id, "no such call is pending in run '" + state.run_id + "' (pending: " +
+                                            quoted_list(ids) + ")");
+  };
+  std::set<std::string> sub_runs;  // calls whose sub-run's calls are decided
+  for (const auto& entry : decisions) {
+    const std::string& id = entry.first;  // not a structured binding: clang 14 cannot capture one
+    const Decision& decision = entry.second;
+    auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == id; });
+    if (call == pending.end()) {
+      const auto slash = id.find('/');
+      const auto nested = slash == std::string::npos ? state.nested.end() : state.nested.find(id.substr(0, slash));
+      if (nested == state.nested.end()) throw not_pending(id);
+      const std::string inner = id.substr(slash + 1);
+      const auto& calls = nested->second.pending;
+      if (std::none_of(calls.begin(), calls.end(), [&](const ToolCall& c) { return c.id == inner; })) {
+        throw not_pending(id);
+      }
+      sub_runs.insert(nested->first);
+      continue;
+    }
+    if (state.nested.contains(id)) {
+      throw InvalidDecision(prefix + id, "the call runs a sub-agent that awaits decisions on its own calls; decide "
+                                         "those (their ids begin with '" + prefix + id + "/')");
+    }
+    if (decision.kind != Decision::Kind::edit) continue;
+    ToolPtr tool = tools.find(call->name);
+    if (!tool) throw InvalidDecision(prefix + id, "its tool '" + call->name + "' is not registered");
+    try {
+      tool->check_arguments(decision.arguments);
+    } catch (const ToolArgumentError& e) {
+      throw InvalidDecision(prefix + id, std::string("the edited arguments are not a valid call: ") + e.what());
+    }
+  }
+  if (!ctx.store) return;
+  for (const std::string& call_id : sub_runs) {
+    const NestedSuspension& nested = state.nested.at(call_id);
+    const auto call = std::find_if(pending.begin(), pending.end(), [&](const ToolCall& c) { return c.id == call_id; });
+    const Agent* sub = detail::sub_agent(tools.find(call->name).get());
+    auto stored = state::load_run(*ctx.store, ctx.scope, nested.run_id);
+    // Elsewhere (a tool of another kind, a sub-run that moved on) the
+    // sub-run's own resume checks them, inside the call.
+    if (!sub || !stored || stored->phase != Phase::suspended || stored->iterations != nested.iterations) continue;
+    check_decisions(*stored, detail::routed_decisions(decisions, call_id), *sub, ctx, prefix + call_id + "/");
+  }
+}
+
+// Continues a stored, suspended run from its checkpoint.
 RunHandle resume_stored(const Agent& agent, state::StoredRun stored, Decisions decisions, RunContext& ctx) {
-  check_decisions(stored.state, decisions, tools_of(agent, stored.state));
+  check_decisions(stored.state, decisions, agent, ctx);
   auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, stored.state.run_id, stored.version,
                                                  std::move(stored.sealed));
   return handle_for(agent.cognition().drive(agent, std::move(stored.state), std::move(decisions), ctx,
@@ -427,7 +460,12 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
   }
   if (!ctx.store) {
     check_signature(state, ctx);
-    check_decisions(state, decisions, tools_of(*this, state));
+    if (!state.nested.empty()) {
+      throw Error(ErrorCode::invalid_argument,
+                  "resume: run '" + state.run_id + "' awaits calls of a sub-agent whose run is in the store it ran "
+                  "with; resume it with that store (ctx.store)");
+    }
+    check_decisions(state, decisions, *this, ctx);
     state.signature.clear();  // the run moves on; its next result is signed afresh
     return handle_for(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, nullptr), ctx);
   }
@@ -478,6 +516,25 @@ RunResult Agent::recover(std::string_view run_id, RunContext& ctx) const {
   return start_recover(run_id, ctx).wait(ctx.observer.get());
 }
 
+Suspended suspension_of(const RunState& state) {
+  Suspended suspended;
+  const std::string& agent = state.handoff.happened() ? state.handoff.agent : state.agent;
+  for (const ToolCall& call : state.pending_calls()) {
+    const auto nested = state.nested.find(call.id);
+    if (nested == state.nested.end()) {
+      suspended.pending.push_back(call);
+      suspended.agents.push_back(agent);
+      continue;
+    }
+    for (std::size_t i = 0; i < nested->second.pending.size(); ++i) {
+      ToolCall& inner = suspended.pending.emplace_back(nested->second.pending[i]);
+      inner.id = call.id + "/" + inner.id;
+      suspended.agents.push_back(agent + "/" + nested->second.agents.at(i));
+    }
+  }
+  return suspended;
+}
+
 namespace detail {
 
 Error sub_run_error(std::string_view agent, const RunResult& result) {
@@ -486,7 +543,8 @@ Error sub_run_error(std::string_view agent, const RunResult& result) {
                          : suspended    ? ErrorCode::unimplemented
                                         : ErrorCode::internal;
   const std::string why = result.failure ? result.failure->message
-                          : suspended    ? "it suspended awaiting approval; approve its calls in its own run"
+                          : suspended    ? "it suspended awaiting approval, and its calls reach the parent run "
+                                           "for a decision only when the run is durable (a store on the context)"
                                          : "it ended without an answer";
   return Error(code, "sub-agent '" + std::string(agent) + "' did not answer: " +
                          std::string(to_string(result.stop_reason)) + " [code " + std::string(to_string(code)) +
@@ -501,6 +559,50 @@ std::optional<ErrorCode> sub_run_code(std::string_view text) {
   const auto close = text.find(']', start);
   if (close == std::string_view::npos) return std::nullopt;
   return error_code_from_string(text.substr(start, close - start));
+}
+
+Decisions routed_decisions(const Decisions& decisions, std::string_view call_id) {
+  const std::string prefix = std::string(call_id) + "/";
+  Decisions routed;
+  for (auto it = decisions.lower_bound(prefix); it != decisions.end() && it->first.starts_with(prefix); ++it) {
+    routed.emplace(it->first.substr(prefix.size()), it->second);
+  }
+  return routed;
+}
+
+namespace {
+
+// as_tool's tool: the function tool that runs the sub-agent, knowing it, so
+// a resume can check decisions on the sub-agent's calls against its tools.
+class AgentTool final : public Tool {
+ public:
+  AgentTool(ToolPtr inner, std::shared_ptr<const Agent> agent) : inner_(std::move(inner)), agent_(std::move(agent)) {}
+  const ToolSpec& spec() const noexcept override { return inner_->spec(); }
+  Json run(const Json& arguments, RunContext& ctx) const override { return inner_->run(arguments, ctx); }
+  ToolOutput run_output(const Json& arguments, RunContext& ctx) const override {
+    return inner_->run_output(arguments, ctx);
+  }
+  bool side_effecting_for(const Json& arguments) const override { return inner_->side_effecting_for(arguments); }
+  void check_arguments(const Json& arguments) const override { inner_->check_arguments(arguments); }
+  bool requires_approval_for(const Json& arguments, const RunContext& ctx) const override {
+    return inner_->requires_approval_for(arguments, ctx);
+  }
+  // A durable sub-run is recovered by its id, never started over.
+  bool reenterable() const noexcept override { return true; }
+  const Agent& agent() const noexcept { return *agent_; }
+
+ private:
+  ToolPtr inner_;
+  std::shared_ptr<const Agent> agent_;
+};
+
+}  // namespace
+
+const Agent* sub_agent(const Tool* tool) {
+  for (; tool; tool = tool->wrapped()) {
+    if (const auto* agent_tool = dynamic_cast<const AgentTool*>(tool)) return &agent_tool->agent();
+  }
+  return nullptr;
 }
 
 }  // namespace detail
@@ -529,31 +631,49 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
                               "the world depends on its tools, and there is no safe default");
   }
   auto render = options.render ? options.render : Renderer(render_result);
-  return tool(options.name)
-      .description(options.description)
-      .side_effecting(*options.side_effecting)
-      .params(param("task", "the sub-task / goal to run"))
-      .fn([agent, render](const std::string& task, RunContext& ctx) {
-        RunContext child = ctx.child();
-        RunResult result;
-        if (ctx.store && !ctx.correlation_id.empty() && !ctx.call_key.empty()) {
-          // Durable: the sub-run's id follows from the call, so when a
-          // recovered parent runs this call again, the sub-run is recovered
-          // (or its result returned) instead of started over.
-          const std::string id = ctx.correlation_id + "/" + ctx.call_key;
-          result = load_run(*ctx.store, ctx.scope, id) ? agent->recover(id, child)
-                                                       : agent->run(task, child, {.run_id = id});
-        } else {
-          result = agent->run(task, child);
-        }
-        // A sub-run that did not answer is the call's error, never a
-        // result that reads like one: the parent (a model, a workflow)
-        // must not take "failed" text for the sub-agent's answer.
-        if (result.stop_reason != StopReason::answered) {
-          throw detail::sub_run_error(agent->name(), result);
-        }
-        return render(result);
-      });
+  auto run = tool(options.name)
+                 .description(options.description)
+                 .side_effecting(*options.side_effecting)
+                 .params(param("task", "the sub-task / goal to run"))
+                 .fn([agent, render](const std::string& task, RunContext& ctx) {
+                   RunContext child = ctx.child();
+                   RunResult result;
+                   const bool durable = ctx.store && !ctx.correlation_id.empty() && !ctx.call_key.empty();
+                   if (durable) {
+                     // The sub-run's id follows from the call, so when this call runs again (a
+                     // recovered parent, a resumed one) the sub-run is recovered or resumed, or
+                     // its result returned, instead of started over.
+                     const std::string id = ctx.correlation_id + "/" + ctx.call_key;
+                     const auto stored = load_run(*ctx.store, ctx.scope, id);
+                     const NestedSuspension* decided = ctx.resuming && ctx.resuming->run_id == id ? ctx.resuming.get() : nullptr;
+                     if (!stored) {
+                       result = agent->run(task, child, {.run_id = id});
+                     } else if (decided && stored->phase == Phase::suspended && stored->iterations == decided->iterations) {
+                       result = agent->resume(id, decided->decisions, child);
+                     } else {
+                       result = agent->recover(id, child);  // still suspended: it asks again
+                     }
+                     if (result.stop_reason == StopReason::suspended && result.suspended) {
+                       // Its calls surface on the parent run, which routes their decisions back.
+                       auto nested = std::make_shared<NestedSuspension>();
+                       nested->run_id = id;
+                       nested->iterations = result.state.iterations;
+                       nested->pending = std::move(result.suspended->pending);
+                       nested->agents = std::move(result.suspended->agents);
+                       throw CallSuspended(std::move(nested));
+                     }
+                   } else {
+                     result = agent->run(task, child);
+                   }
+                   // A sub-run that did not answer is the call's error, never a
+                   // result that reads like one: the parent (a model, a workflow)
+                   // must not take "failed" text for the sub-agent's answer.
+                   if (result.stop_reason != StopReason::answered) {
+                     throw detail::sub_run_error(agent->name(), result);
+                   }
+                   return render(result);
+                 });
+  return std::make_shared<detail::AgentTool>(std::move(run), std::move(agent));
 }
 
 }  // namespace agentkit

@@ -23,6 +23,7 @@
 
 #include "checkpoint_writer.h"
 #include "run_tracer.h"
+#include "sub_run.h"
 
 namespace agentkit::cognition {
 namespace {
@@ -129,6 +130,54 @@ struct WindowCache {
   std::shared_ptr<Model> summarizer;  // resolved once, for ContextPolicy::summary_model
 };
 
+// One guardrail check as it ran; reported (its event and span) on the run's
+// thread.
+struct GuardRecord {
+  std::string name;
+  const char* stage;
+  std::string call_id;
+  GuardrailVerdict verdict;  // as the guardrail gave it; a throw is a trip with the exception's message
+  std::chrono::system_clock::time_point start, end;
+};
+
+// One stage of guardrail checks (the task's, the answer's, a batch's before
+// or after checks). Its work runs on the executor when the run has a pool,
+// so poll() never waits for a guardrail (one that runs an agent takes a
+// model call), else inline; it owns copies of what it checks, never the
+// engine. The run's thread reads the records and results back.
+struct GuardJob {
+  enum class Stage { input, output, before, after };
+  Stage stage = Stage::input;
+  std::vector<GuardRecord> log;
+  std::optional<std::string> tripped;           // the run's failure message for the first tripwire
+  std::map<std::size_t, CallOutcome> outcomes;  // tool stages: what answers a call instead, by batch index
+
+  // Runs one check and logs it. A throw is a tripwire (fail closed), and so
+  // is a repair where only tool guardrails may repair. A tripwire's message
+  // comes back as the run's failure message, naming the guardrail.
+  template <class Check>
+  GuardrailVerdict check(const std::string& name, const char* where, const std::string& call_id, bool may_repair,
+                         Check&& run) {
+    GuardRecord record{name, where, call_id, {}, std::chrono::system_clock::now(), {}};
+    std::string stop;
+    try {
+      record.verdict = run();
+      stop = "guardrail '" + name + "' tripped: " + record.verdict.message;
+    } catch (...) {
+      record.verdict = GuardrailVerdict::trip(failure_of(std::current_exception()).message);
+      stop = "guardrail '" + name + "' failed: " + record.verdict.message;
+    }
+    if (record.verdict.kind == GuardrailVerdict::Kind::repair && !may_repair) {
+      record.verdict.kind = GuardrailVerdict::Kind::trip;
+    }
+    record.end = std::chrono::system_clock::now();
+    GuardrailVerdict verdict = record.verdict;
+    if (verdict.kind == GuardrailVerdict::Kind::trip) tripped = verdict.message = std::move(stop);
+    log.push_back(std::move(record));
+    return verdict;
+  }
+};
+
 // One call of the batch in flight. The engine tells a call that never
 // started (it may say "not run") from one that started (it may have taken
 // effect) and from one that finished (its result is the record).
@@ -180,6 +229,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // The run's own token: cancel() stops this run, not the host's context.
     ctx_.cancellation = ctx_.cancellation.child();
     ctx_.correlation_id = st_.run_id;
+    ctx_.resuming = nullptr;  // the call that started this run's, if any: never this run's calls'
     if (ctx_.span_id.empty()) ctx_.span_id = trace::new_span_id();
     base_path_ = ctx_.agent_path;
     ctx_.agent_path = base_path_.empty() ? agent_->name() : base_path_ + "/" + agent_->name();
@@ -365,6 +415,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       cause_ = Failure{.code = unready->code};
       return finish(StopReason::failed, std::move(unready->message));
     }
+    if (guard_) return busy() ? void() : guarded();
     switch (st_.phase) {
       case Phase::ask_model:
         return model_slot_ ? collect_model() : ask_model();
@@ -410,18 +461,86 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         return admit_calls(std::move(next.message));
       case Next::Kind::answer:
         next.message.role = Role::assistant;
-        for (const OutputGuardrail& g : agent_->options().output_guardrails) {
-          const GuardrailVerdict v =
-              check_guardrail(g.name, "output", {}, false, [&] { return g.check(next.message, ctx_); });
-          if (v.kind != GuardrailVerdict::Kind::pass) return trip(v);
+        if (!agent_->options().output_guardrails.empty()) {
+          auto work = [answer = next.message, agent = agent_, owner = agent_owner_,
+                       ctx = worker_context()](GuardJob& job) {
+            for (const OutputGuardrail& g : agent->options().output_guardrails) {
+              const GuardrailVerdict v = job.check(g.name, "output", {}, false, [&] { return g.check(answer, ctx); });
+              if (v.kind != GuardrailVerdict::Kind::pass) return;
+            }
+          };
+          return guard(GuardJob::Stage::output, std::move(work), std::make_unique<Next>(std::move(next)));
         }
-        st_.output = next.message.text();
-        structured_ = std::move(next.structured);
-        st_.history.push_back(std::move(next.message));
-        return finish(StopReason::answered, {});
+        return answer(std::move(next));
       case Next::Kind::stop:
         if (next.reason == StopReason::failed) cause_ = Failure{.code = next.code};
         return finish(next.reason, std::move(next.why));
+    }
+  }
+
+  void answer(Next next) {
+    st_.output = next.message.text();
+    structured_ = std::move(next.structured);
+    st_.history.push_back(std::move(next.message));
+    finish(StopReason::answered, {});
+  }
+
+  // ------------------------------------------------------------ guardrails
+
+  // Starts a stage of guardrail checks: `work` runs inline without a pool
+  // executor (reported at once), else on the pool (reported by the poll()
+  // that finds it done). `answer`: the output stage's answer, held until
+  // its checks pass.
+  void guard(GuardJob::Stage stage, std::function<void(GuardJob&)> work, std::unique_ptr<Next> answer = nullptr) {
+    guard_ = std::make_shared<GuardJob>();
+    guard_->stage = stage;
+    answer_ = std::move(answer);
+    auto executor = ctx_.executor;
+    if (!executor || executor->inline_execution()) {
+      work(*guard_);
+      return guarded();
+    }
+    pending_ = std::make_shared<Pending>();
+    pending_->add(1);
+    executor->submit([job = guard_, work = std::move(work), pending = pending_] {
+      work(*job);
+      pending->finish_one();
+    });
+  }
+
+  bool before_guardrails() const {
+    const auto& all = agent_->options().tool_guardrails;
+    return std::any_of(all.begin(), all.end(), [](const ToolGuardrail& g) { return static_cast<bool>(g.before); });
+  }
+  bool after_guardrails() const {
+    const auto& all = agent_->options().tool_guardrails;
+    return std::any_of(all.begin(), all.end(), [](const ToolGuardrail& g) { return static_cast<bool>(g.after); });
+  }
+
+  // A stage's checks are done: each is an event and a span, in order; a
+  // tripwire stops the run, repairs answer their calls, and the run goes on
+  // from where the stage began.
+  void guarded() {
+    auto job = std::exchange(guard_, nullptr);
+    for (GuardRecord& record : job->log) {
+      static constexpr const char* kVerdicts[] = {"pass", "trip", "repair"};
+      GuardrailChecked event{record.name, record.stage, kVerdicts[static_cast<int>(record.verdict.kind)],
+                             std::move(record.verdict.message), record.call_id, {}};
+      tracer_.guardrail_checked(event, record.start, record.end);
+      ctx_.emit(std::move(event));
+    }
+    for (auto& [i, outcome] : job->outcomes) st_.outcomes[i] = std::move(outcome);
+    auto held = std::exchange(answer_, nullptr);
+    if (job->tripped) return finish(StopReason::guardrail_tripped, std::move(*job->tripped));
+    switch (job->stage) {
+      case GuardJob::Stage::input: return ask_model();
+      case GuardJob::Stage::output:
+        answer(std::move(*held));
+        return;
+      case GuardJob::Stage::before:
+        before_checked_ = true;
+        return start_batch();
+      case GuardJob::Stage::after: return calls_checked();
     }
   }
 
@@ -540,9 +659,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     }
     if (st_.iterations == 0 && !input_checked_) {
       input_checked_ = true;
-      for (const InputGuardrail& g : agent_->options().input_guardrails) {
-        const GuardrailVerdict v = check_guardrail(g.name, "input", {}, false, [&] { return g.check(st_.task, ctx_); });
-        if (v.kind != GuardrailVerdict::Kind::pass) return trip(v);
+      if (!agent_->options().input_guardrails.empty()) {
+        return guard(GuardJob::Stage::input,
+                     [task = st_.task, agent = agent_, owner = agent_owner_, ctx = worker_context()](GuardJob& job) {
+                       for (const InputGuardrail& g : agent->options().input_guardrails) {
+                         const GuardrailVerdict v = job.check(g.name, "input", {}, false, [&] { return g.check(task, ctx); });
+                         if (v.kind != GuardrailVerdict::Kind::pass) return;
+                       }
+                     });
       }
     }
     if (st_.history.empty()) st_.history.push_back(Message::user(st_.task));
@@ -1098,18 +1222,27 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // Before-guardrails, in every process that would run the batch (after a
     // suspension or a crash too): a tripwire stops the run before any call
     // starts; a repair answers the call without running it.
-    for (std::size_t i = 0; i < st_.batch.size(); ++i) {
-      if (st_.outcomes[i]) continue;
-      const ToolCall& call = st_.batch[i];
-      for (const ToolGuardrail& g : agent_->options().tool_guardrails) {
-        if (!g.before || !applies(g, call.name)) continue;
-        const GuardrailVerdict v =
-            check_guardrail(g.name, "tool_before", call.id, true, [&] { return g.before(call, ctx_); });
-        if (v.kind == GuardrailVerdict::Kind::trip) return trip(v);
-        if (v.kind == GuardrailVerdict::Kind::repair) {
-          st_.outcomes[i] = CallOutcome{v.message, true, CallStatus::denied};
-          break;
-        }
+    if (!std::exchange(before_checked_, false) && before_guardrails()) {
+      std::vector<std::pair<std::size_t, ToolCall>> calls;
+      for (std::size_t i = 0; i < st_.batch.size(); ++i) {
+        if (!st_.outcomes[i]) calls.emplace_back(i, st_.batch[i]);
+      }
+      if (!calls.empty()) {
+        return guard(GuardJob::Stage::before, [calls = std::move(calls), agent = agent_, owner = agent_owner_,
+                                               ctx = worker_context()](GuardJob& job) {
+          for (const auto& [i, call] : calls) {
+            for (const ToolGuardrail& g : agent->options().tool_guardrails) {
+              if (!g.before || !applies(g, call.name)) continue;
+              const GuardrailVerdict v =
+                  job.check(g.name, "tool_before", call.id, true, [&, &call = call] { return g.before(call, ctx); });
+              if (v.kind == GuardrailVerdict::Kind::trip) return;
+              if (v.kind == GuardrailVerdict::Kind::repair) {
+                job.outcomes.emplace(i, CallOutcome{v.message, true, CallStatus::denied});
+                break;
+              }
+            }
+          }
+        });
       }
     }
     std::vector<std::size_t> to_run;
@@ -1138,6 +1271,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end()) {
         auto proposed = st_.proposed.find(call.id);
         slot.request.approval = issue(slot.request, proposed == st_.proposed.end() ? Json() : proposed->second);
+      }
+      if (auto nested = st_.nested.find(call.id); nested != st_.nested.end() && nested->second.decided) {
+        slot.ctx.resuming = std::make_shared<const NestedSuspension>(nested->second);
       }
       slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
@@ -1209,7 +1345,10 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // joins st_.pending). `stopping`: the run is ending, so calls still running
   // are abandoned (their late results go nowhere but the ledger) and calls
   // not run are left for finish() to mark.
-  void record_calls(std::vector<CallSlot>& calls, std::optional<StopReason> stopping) {
+  // Returns the batch indices whose outcome a result recorded (what the
+  // after-guardrails check), when not stopping.
+  std::vector<std::size_t> record_calls(std::vector<CallSlot>& calls, std::optional<StopReason> stopping) {
+    std::vector<std::size_t> recorded;
     for (std::size_t k = 0; k < calls.size(); ++k) {
       const std::size_t i = call_index_[k];
       const ToolCall& call = st_.batch[i];
@@ -1239,61 +1378,60 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
+        // A sub-run's suspension (as_tool): its calls are what the run awaits.
+        if (r->nested) {
+          st_.nested.insert_or_assign(call.id, *r->nested);
+        } else {
+          st_.nested.erase(call.id);
+        }
       } else {
+        st_.nested.erase(call.id);
         st_.outcomes[i] = CallOutcome{std::move(text), !r->is_ok(), r->status, std::move(parts)};
-        if (!stopping) check_result(call, *st_.outcomes[i]);
+        if (!stopping) recorded.push_back(i);
       }
     }
+    return recorded;
   }
-
-  // After-guardrails on a call's result: a repair replaces what the model
-  // reads; a tripwire stops the run once the batch is collected.
-  void check_result(const ToolCall& call, CallOutcome& outcome) {
-    for (const ToolGuardrail& g : agent_->options().tool_guardrails) {
-      if (tripped_ || !g.after || !applies(g, call.name)) continue;
-      const GuardrailVerdict v =
-          check_guardrail(g.name, "tool_after", call.id, true, [&] { return g.after(call, outcome, ctx_); });
-      if (v.kind == GuardrailVerdict::Kind::trip) {
-        tripped_ = std::make_unique<std::string>(std::move(v.message));
-      } else if (v.kind == GuardrailVerdict::Kind::repair) {
-        outcome = CallOutcome{v.message, true, outcome.outcome == CallStatus::ok ? CallStatus::error : outcome.outcome};
-      }
-    }
-  }
-
-  // Runs one guardrail check, with its event and span. A throw is a
-  // tripwire (fail closed), and so is a repair where only tool guardrails
-  // may repair. A tripwire's message comes back as the run's failure
-  // message, naming the guardrail.
-  template <class Check>
-  GuardrailVerdict check_guardrail(const std::string& name, const char* stage, const std::string& call_id,
-                                   bool may_repair, Check&& check) {
-    const auto start = std::chrono::system_clock::now();
-    GuardrailVerdict verdict;
-    std::string stop;
-    try {
-      verdict = check();
-      stop = "guardrail '" + name + "' tripped: " + verdict.message;
-    } catch (...) {
-      verdict = GuardrailVerdict::trip(failure_of(std::current_exception()).message);
-      stop = "guardrail '" + name + "' failed: " + verdict.message;
-    }
-    if (verdict.kind == GuardrailVerdict::Kind::repair && !may_repair) verdict.kind = GuardrailVerdict::Kind::trip;
-    static constexpr const char* kVerdicts[] = {"pass", "trip", "repair"};
-    GuardrailChecked event{name, stage, kVerdicts[static_cast<int>(verdict.kind)], verdict.message, call_id, {}};
-    tracer_.guardrail_checked(event, start, std::chrono::system_clock::now());
-    ctx_.emit(std::move(event));
-    if (verdict.kind == GuardrailVerdict::Kind::trip) verdict.message = std::move(stop);
-    return verdict;
-  }
-
-  void trip(GuardrailVerdict verdict) { finish(StopReason::guardrail_tripped, std::move(verdict.message)); }
 
   void collect_calls() {
     if (busy()) return;
     auto calls = std::exchange(calls_, nullptr);
-    record_calls(*calls, std::nullopt);
-    if (tripped_) return finish(StopReason::guardrail_tripped, std::move(*std::exchange(tripped_, nullptr)));
+    const std::vector<std::size_t> recorded = record_calls(*calls, std::nullopt);
+    if (!recorded.empty() && after_guardrails()) {
+      // After-guardrails on the results: a repair replaces what the model
+      // reads (and what the next guardrail sees); a tripwire stops the run.
+      struct Checked {
+        std::size_t index;
+        ToolCall call;
+        CallOutcome outcome;
+      };
+      std::vector<Checked> results;
+      for (std::size_t i : recorded) results.push_back({i, st_.batch[i], *st_.outcomes[i]});
+      return guard(GuardJob::Stage::after, [results = std::move(results), agent = agent_, owner = agent_owner_,
+                                            ctx = worker_context()](GuardJob& job) mutable {
+        for (Checked& r : results) {
+          bool repaired = false;
+          for (const ToolGuardrail& g : agent->options().tool_guardrails) {
+            if (!g.after || !applies(g, r.call.name)) continue;
+            const GuardrailVerdict v =
+                job.check(g.name, "tool_after", r.call.id, true, [&] { return g.after(r.call, r.outcome, ctx); });
+            if (v.kind == GuardrailVerdict::Kind::trip) return;
+            if (v.kind == GuardrailVerdict::Kind::repair) {
+              const CallStatus status = r.outcome.outcome == CallStatus::ok ? CallStatus::error : r.outcome.outcome;
+              r.outcome = CallOutcome{v.message, true, status};
+              repaired = true;
+            }
+          }
+          if (repaired) job.outcomes.emplace(r.index, std::move(r.outcome));
+        }
+      });
+    }
+    calls_checked();
+  }
+
+  // The batch's results are recorded and checked: the run suspends, or the
+  // strategy takes its next step with them.
+  void calls_checked() {
     if (!st_.pending.empty()) {
       st_.phase = Phase::suspended;
       return finish(StopReason::suspended, {});
@@ -1334,6 +1472,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     st_.outcomes.clear();
     st_.approved.clear();
     st_.proposed.clear();
+    st_.nested.clear();
   }
 
   void apply_decisions(const Decisions& decisions) {
@@ -1341,6 +1480,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       std::size_t i = 0;
       while (i < st_.batch.size() && st_.batch[i].id != id) ++i;
       if (i == st_.batch.size()) continue;
+      if (auto nested = st_.nested.find(id); nested != st_.nested.end()) {
+        // A sub-run's calls: their decisions go down to it (by its own call
+        // ids), and the call runs again to resume it.
+        nested->second.decisions = detail::routed_decisions(decisions, id);
+        nested->second.decided = true;
+        continue;
+      }
       auto it = decisions.find(id);
       const ToolCall& call = st_.batch[i];
       if (it == decisions.end() || it->second.kind == Decision::Kind::reject) {
@@ -1441,7 +1587,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     result_.iterations = st_.iterations;
     result_.agent = agent_->name();
     if (reason == StopReason::suspended) {
-      Suspended s{.pending = st_.pending_calls()};
+      Suspended s = suspension_of(st_);
       ctx_.emit(RunSuspended{s.pending});
       result_.suspended = std::move(s);
     }
@@ -1479,7 +1625,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   std::unique_ptr<TurnTools> turn_;      // set when some tool's availability or description depends on the context
   std::unique_ptr<Failure> unready_;  // a dependency the tools need and the context lacks, or an unknown active agent
   std::shared_ptr<const std::vector<ToolSpec>> transfers_;  // the active agent's handoff tools, when it has handoffs
-  std::unique_ptr<std::string> tripped_;  // an after-guardrail's tripwire, stopping the run at collection
+  std::shared_ptr<GuardJob> guard_;      // a stage of guardrail checks under way
+  std::unique_ptr<Next> answer_;         // an answer its output guardrails are checking
+  bool before_checked_ = false;          // the batch's before-guardrails ran; it starts now
   std::unique_ptr<WindowCache> window_;   // with a context policy
   bool input_checked_ = false;            // the input guardrails ran (once per run)
   // The agent's model settings overridden by the run's (kept in its state).

@@ -20,4 +20,11 @@ Error sub_run_error(std::string_view agent, const RunResult& result);
 // outermost sub-run's), wherever the text sits in `text`; nullopt if none.
 std::optional<ErrorCode> sub_run_code(std::string_view text);
 
+// The decisions for calls of the sub-run inside call `call_id` (those
+// keyed "<call_id>/<id>"), keyed by the sub-run's own ids.
+Decisions routed_decisions(const Decisions& decisions, std::string_view call_id);
+// The agent an as_tool tool runs (seen through wrappers such as
+// renamed()), or null for any other tool.
+const Agent* sub_agent(const Tool* tool);
+
 }  // namespace agentkit::detail

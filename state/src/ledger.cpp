@@ -59,8 +59,12 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
   if (entry) {
     const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
     const bool done = record.is_object() && record.value("state", "") == "done";
+    // Runs again: a call paused by its sub-run's suspension, or an
+    // interrupted one whose tool continues its own durable work.
+    const bool again = (record.is_object() && record.value("state", "") == "paused") ||
+                       (!done && request.tool && request.tool->reenterable());
     if (done && record.value("status", "") == "ok") return ToolResult::ok(record.value("value", Json()), parts_of(record));
-    if (!idempotent) {
+    if (!idempotent && !again) {
       if (!done) return ToolResult::outcome_unknown(kUnknown);
       const std::string text = record.value("text", "Tool failed");
       return record.value("status", "") == "outcome_unknown" ? ToolResult::outcome_unknown(text)
@@ -83,6 +87,12 @@ std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
 }
 
 void StoreLedger::end(const ToolRequest& request, const ToolResult& result) const {
+  if (result.status == ToolResult::Status::awaiting_approval) {
+    // A sub-run suspended inside the call (CallSuspended): the call runs
+    // again on resume, and the sub-run's own ledger keeps its effects once.
+    store_->put(prefix_ + request.ledger_key, canonical_dump(Json{{"state", "paused"}}));
+    return;
+  }
   Json record{{"state", "done"}, {"status", to_string(result.status)}};
   if (result.is_ok()) {
     record["value"] = result.value;

@@ -278,25 +278,53 @@ TEST_CASE("a node that does not answer fails the workflow with its code, and lat
   CHECK(llms["review"]->calls() == 0);
 }
 
-TEST_CASE("a node that suspends for approval fails the workflow instead of passing a partial result on",
+TEST_CASE("a node that suspends for approval suspends the workflow, and the decision routes to the node, which goes on",
           "[workflow][sequence][approval]") {
+  auto refunds = std::make_shared<int>(0);
   auto refund = agentkit::tool("refund")
                     .doc("Refund an order to the customer's original payment method.")
                     .side_effecting(true)
                     .requires_approval()
                     .params("order")
-                    .fn([](const std::string& order) { return "refunded " + order; });
-  Llms llms{{"clerk", FakeLLM::script({Turn{.tool_calls = {call("r1", "refund", {{"order", "A-1"}})}}})},
-            {"notify", FakeLLM::script({})}};
+                    .fn([refunds](const std::string& order) {
+                      ++*refunds;
+                      return "refunded " + order;
+                    });
+  Llms llms{{"clerk", FakeLLM::script({Turn{.tool_calls = {call("r1", "refund", {{"order", "A-1"}})}},
+                                       Turn{.content = "A-1 is refunded."}})},
+            {"notify", FakeLLM::script({Turn{.content = "Dear customer, A-1 is refunded."}})}};
   auto pipeline = agentkit::sequence("refund_flow", {node("clerk", {refund}), node("notify")});
   auto ctx = ctx_for(llms);
-  const auto result = pipeline.run("Refund order A-1", ctx);
-  CHECK(result.stop_reason == StopReason::failed);
-  REQUIRE(result.failure);
-  CHECK(result.failure->code == ErrorCode::unimplemented);
-  CHECK_THAT(result.failure->message, Catch::Contains("node 'clerk' failed") &&
-                                          Catch::Contains("suspended awaiting approval"));
-  CHECK(llms["notify"]->calls() == 0);
+  const auto suspended = pipeline.run("Refund order A-1", ctx);
+  REQUIRE(suspended.stop_reason == StopReason::suspended);
+  REQUIRE(suspended.suspended->pending.size() == 1);
+  const agentkit::ToolCall pending = suspended.suspended->pending[0];
+  CHECK_THAT(pending.id, Catch::EndsWith("/r1"));
+  CHECK(pending.name == "refund");
+  CHECK(suspended.suspended->agents[0] == "refund_flow/clerk");
+  CHECK(*refunds == 0);
+  CHECK(llms["notify"]->calls() == 0);  // nothing after the node ran on a partial result
+
+  SECTION("approved: the node finishes, the next node runs") {
+    const auto done = pipeline.resume(suspended.state.run_id, {{pending.id, agentkit::Decision::approve()}}, ctx);
+    REQUIRE(done.stop_reason == StopReason::answered);
+    CHECK(done.output == "Dear customer, A-1 is refunded.");
+    CHECK(*refunds == 1);
+    CHECK(task_seen(*llms["notify"]) == "A-1 is refunded.");
+  }
+  SECTION("without a store it fails the workflow instead of passing a partial result on") {
+    Llms again{{"clerk", FakeLLM::script({Turn{.tool_calls = {call("r1", "refund", {{"order", "A-1"}})}}})},
+               {"notify", FakeLLM::script({})}};
+    auto plain = ctx_for(again);
+    plain.store = nullptr;
+    const auto result = pipeline.run("Refund order A-1", plain);
+    CHECK(result.stop_reason == StopReason::failed);
+    REQUIRE(result.failure);
+    CHECK(result.failure->code == ErrorCode::unimplemented);
+    CHECK_THAT(result.failure->message, Catch::Contains("node 'clerk' failed") &&
+                                            Catch::Contains("suspended awaiting approval"));
+    CHECK(again["notify"]->calls() == 0);
+  }
 }
 
 TEST_CASE("as_tool reports a sub-agent that did not answer as a tool error, not as its answer", "[workflow][as_tool]") {

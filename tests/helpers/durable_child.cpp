@@ -1,6 +1,7 @@
 // A separate process for the crash harness and the cross-process resume test.
 //
 //   agentkit_durable_child work   DB LEDGER RUN_ID...   run each run to its end or suspension
+//                                                      (a "nest..." run is the boss's: see durable_workload.h)
 //   agentkit_durable_child resume DB LEDGER RUN_ID      approve every pending call and resume
 //
 // Prints "ready" once set up, then one line per run: "<run id> <stop reason>".
@@ -21,8 +22,7 @@ agentkit::RunContext context(const char* db) {
   agentkit::RunContext ctx;
   ctx.store = std::make_shared<agentkit::state::SqliteStore>(
       db, agentkit::state::SqliteStore::Options{.durability = agentkit::state::SqliteStore::Durability::normal});
-  auto model = std::make_shared<workload::PlannedModel>();
-  ctx.models = [model](std::string_view) { return model; };
+  ctx.models = workload::models();
   return ctx;
 }
 
@@ -36,11 +36,13 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argv[1];
     auto ctx = context(argv[2]);
-    const agentkit::Agent agent = workload::make_agent(argv[3]);
+    const agentkit::Agent worker = workload::make_agent(argv[3]);
+    const agentkit::Agent boss = workload::make_boss(argv[3]);
     std::printf("ready\n");  // the crash harness times its kill from here
     std::fflush(stdout);
     for (int i = 4; i < argc; ++i) {
       agentkit::RunResult result;
+      const agentkit::Agent& agent = workload::is_nested(argv[i]) ? boss : worker;
       if (mode == "work") {
         result = agent.run("follow the plan", ctx, {.run_id = argv[i]});
       } else if (mode == "resume") {

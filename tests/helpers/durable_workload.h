@@ -95,4 +95,45 @@ inline agentkit::Agent make_agent(const std::string& ledger_path) {
                          agentkit::cognition::react({append, transfer, peek}), {.max_iterations = 20});
 }
 
+// A run whose id starts with "nest" is the boss's: it hands the whole plan
+// to the worker (make_agent) through as_tool, in one call whose sub-run
+// ("<run id>/1/w2": call w2 after the first model call) needs a transfer,
+// then answers "done <id>". The worker's approval surfaces on the boss's run.
+inline bool is_nested(const std::string& run_id) { return run_id.rfind("nest", 0) == 0; }
+inline std::string worker_run(const std::string& run_id) { return run_id + "/1/w2"; }
+
+class BossModel final : public agentkit::Model {
+ public:
+  agentkit::ModelResponse complete(const agentkit::ModelRequest& request, agentkit::RunContext& ctx) override {
+    agentkit::ModelResponse response;
+    response.message.role = agentkit::Role::assistant;
+    if (request.messages.back().role == agentkit::Role::user) {
+      response.message.tool_calls.push_back({"w2", "worker", {{"task", "follow the plan"}}, {}});
+      response.finish_reason = "tool_calls";
+    } else {
+      response.message.add_text("done " + ctx.correlation_id);
+      response.finish_reason = "stop";
+    }
+    return response;
+  }
+};
+
+// The planned model for the worker, the boss's for the boss.
+inline agentkit::ModelResolver models() {
+  auto planned = std::make_shared<PlannedModel>();
+  auto boss = std::make_shared<BossModel>();
+  return [planned, boss](std::string_view name) -> std::shared_ptr<agentkit::Model> {
+    if (name == "boss-plan") return boss;
+    return planned;
+  };
+}
+
+inline agentkit::Agent make_boss(const std::string& ledger_path) {
+  auto worker = agentkit::as_tool(std::make_shared<const agentkit::Agent>(make_agent(ledger_path)),
+                                  {.name = "worker", .description = "Has the worker follow the plan.",
+                                   .side_effecting = true});
+  return agentkit::Agent("boss", "boss-plan", "You delegate the plan.", agentkit::cognition::react({worker}),
+                         {.max_iterations = 5});
+}
+
 }  // namespace workload

@@ -6,6 +6,9 @@
 #include <memory>
 
 #include <agentkit/agent.h>
+#include <agentkit/agent_guardrails.h>
+#include <agentkit/executor.h>
+#include <agentkit/inject.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/providers/models.h>
@@ -17,6 +20,8 @@
 using agentkit::Json;
 using agentkit::testing::WireServer;
 using agentkit_test::json_reply;
+using agentkit_test::openai_call;
+using agentkit_test::openai_text;
 
 namespace {
 
@@ -317,4 +322,137 @@ TEST_CASE("a handoff through the OpenAI adapter over loopback: the next request 
   CHECK(second["messages"][2]["tool_calls"][0]["function"]["name"] == "transfer_to_billing");
   CHECK(second["messages"][3] ==
         Json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "Transferred to billing."}}));
+}
+
+TEST_CASE("a sub-agent's approval through the OpenAI adapter over loopback: the parent suspends, the sub-run resumes",
+          "[loopback][openai][nested]") {
+  WireServer server;
+  server.enqueue(openai_call("call_b", "billing", {{"task", "refund A-1, $20"}}));
+  server.enqueue(openai_call("call_r", "refund", {{"order_id", "A-1"}, {"amount_usd", 20}}));
+  server.enqueue(openai_text("Refund issued."));
+  server.enqueue(openai_text("Billing issued the refund."));
+  const std::string model = "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  auto refunds = std::make_shared<std::atomic<int>>(0);
+  auto refund = agentkit::tool("refund")
+                    .doc("Issue a refund against a customer order and return the confirmation id.")
+                    .side_effecting(true)
+                    .requires_approval()
+                    .params("order_id", "amount_usd")
+                    .fn([refunds](const std::string& id, double amount) {
+                      ++*refunds;
+                      return "refunded " + std::to_string(static_cast<int>(amount)) + " on " + id;
+                    });
+  auto billing = std::make_shared<const agentkit::Agent>("billing", model, "You are billing.",
+                                                         agentkit::cognition::react({refund}));
+  agentkit::Agent boss("boss", model, "You delegate.",
+                       agentkit::cognition::react({agentkit::as_tool(
+                           billing, {.name = "billing", .description = "Billing handles refunds and invoices.", .side_effecting = true})}));
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key", .stream = false});
+  auto suspended = boss.run("Refund order A-1", ctx);
+  REQUIRE(suspended.stop_reason == agentkit::StopReason::suspended);
+  REQUIRE(suspended.suspended->pending.size() == 1);
+  CHECK(suspended.suspended->pending[0].id == "call_b/call_r");
+  CHECK(suspended.suspended->agents[0] == "boss/billing");
+  CHECK(*refunds == 0);
+  CHECK(server.requests().size() == 2);
+
+  auto resumed = boss.resume(suspended.state.run_id, {{"call_b/call_r", agentkit::Decision::approve()}}, ctx);
+  REQUIRE(resumed.stop_reason == agentkit::StopReason::answered);
+  CHECK(resumed.output == "Billing issued the refund.");
+  CHECK(*refunds == 1);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 4);
+  // The sub-agent's next request carries its refund's result, under its own call id.
+  const Json third = Json::parse(requests[2].body);
+  CHECK(third["messages"][0]["content"] == "You are billing.");
+  CHECK(third["messages"].back() ==
+        Json({{"role", "tool"}, {"tool_call_id", "call_r"}, {"content", "refunded 20 on A-1"}}));
+  // The parent's carries the sub-agent's answer as the billing call's result.
+  const Json fourth = Json::parse(requests[3].body);
+  CHECK(fourth["messages"][0]["content"] == "You delegate.");
+  CHECK(fourth["messages"].back() ==
+        Json({{"role", "tool"}, {"tool_call_id", "call_b"}, {"content", "Refund issued."}}));
+}
+
+TEST_CASE("guardrails through the OpenAI adapter over loopback, on a pool: a judge agent passes the task, a tool "
+          "guardrail repairs a call",
+          "[loopback][openai][guardrail]") {
+  WireServer server;
+  server.enqueue(openai_text("PASS"));  // the judge, on the task
+  server.enqueue(openai_call("call_1", "refund", {{"order_id", "A-1"}, {"amount_usd", 900}}));
+  server.enqueue(openai_text("Refunds over $500 go to finance."));
+  const std::string model = "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  auto refunds = std::make_shared<std::atomic<int>>(0);
+  auto refund = agentkit::tool("refund")
+                    .doc("Issue a refund against a customer order and return the confirmation id.")
+                    .side_effecting(true)
+                    .params("order_id", "amount_usd")
+                    .fn([refunds](const std::string&, double) {
+                      ++*refunds;
+                      return std::string("refunded");
+                    });
+  auto judge = std::make_shared<const agentkit::Agent>("judge", model, "Answer PASS if the task is about orders.");
+  agentkit::AgentOptions options;
+  options.input_guardrails.push_back(agentkit::input_guardrail("on_topic", judge));
+  options.tool_guardrails.push_back({.name = "cap", .tools = {"refund"},
+                                     .before = [](const agentkit::ToolCall& c, const agentkit::RunContext&) {
+                                       return c.arguments.value("amount_usd", 0.0) > 500
+                                                  ? agentkit::GuardrailVerdict::repair("over $500: finance decides")
+                                                  : agentkit::GuardrailVerdict::pass();
+                                     }});
+  agentkit::Agent support("support", model, "You handle refunds.", agentkit::cognition::react({refund}), options);
+  auto ctx = agentkit::testing::make_test_ctx({.executor = std::make_shared<agentkit::ThreadPoolExecutor>(2)});
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key", .stream = false});
+  auto result = support.run("Refund order A-1 ($900)", ctx);
+  REQUIRE(result.stop_reason == agentkit::StopReason::answered);
+  CHECK(result.output == "Refunds over $500 go to finance.");
+  CHECK(*refunds == 0);
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 3);
+  const Json judged = Json::parse(requests[0].body);
+  CHECK(judged["messages"][0]["content"] == "Answer PASS if the task is about orders.");
+  CHECK(judged["messages"][1]["content"] == "Refund order A-1 ($900)");
+  const Json last = Json::parse(requests[2].body);
+  CHECK(last["messages"].back() ==
+        Json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "over $500: finance decides"}}));
+}
+
+namespace {
+struct Ledger {
+  std::string book(const std::string& order) const { return "booked " + order; }
+};
+}  // namespace
+
+TEST_CASE("an Inject<T> tool and an approval rule through the OpenAI adapter over loopback",
+          "[loopback][openai][inject][approval]") {
+  WireServer server;
+  server.enqueue(openai_call("call_1", "book", {{"order_id", "A-1"}, {"amount_usd", 40}}));
+  server.enqueue(openai_call("call_2", "book", {{"order_id", "A-2"}, {"amount_usd", 250}}));
+  const std::string model = "openai/gpt-4o-mini@" + server.base_url() + "/v1";
+  auto book = agentkit::tool("book")
+                  .doc("Book a refund for an order in the ledger and return the booking line.")
+                  .side_effecting(true)
+                  .requires_approval([](const Json& args) { return args.at("amount_usd").get<double>() > 100; })
+                  .params("order_id", "amount_usd")
+                  .fn([](const std::string& order, double, agentkit::Inject<Ledger> ledger) { return ledger->book(order); });
+  agentkit::Agent clerk("clerk", model, "You book refunds.", agentkit::cognition::react({book}));
+  auto ctx = agentkit::testing::make_test_ctx();
+  ctx.models = agentkit::providers::model_resolver({.openai_api_key = "sk-test-key", .stream = false});
+  auto deps = std::make_shared<agentkit::Dependencies>();
+  deps->provide<Ledger>(std::make_shared<Ledger>());
+  ctx.dependencies = deps;
+  auto result = clerk.run("Refund A-1 ($40) and A-2 ($250)", ctx);
+  REQUIRE(result.stop_reason == agentkit::StopReason::suspended);  // the $250 one waits for a human
+  REQUIRE(result.suspended->pending.size() == 1);
+  CHECK(result.suspended->pending[0].id == "call_2");
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  const Json first = Json::parse(requests[0].body);
+  // The injected ledger is not a parameter the model sees.
+  CHECK(first["tools"][0]["function"]["parameters"]["properties"].size() == 2);
+  CHECK_FALSE(first["tools"][0]["function"]["parameters"]["properties"].contains("ledger"));
+  const Json second = Json::parse(requests[1].body);
+  CHECK(second["messages"].back() ==
+        Json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "booked A-1"}}));
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include <agentkit/agent.h>
+#include <agentkit/agent_guardrails.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/context.h>
 #include <agentkit/egress.h>
@@ -34,6 +35,7 @@ extern agentkit::Agent agent;            // an agent whose tools include refund
 extern agentkit::ToolPtr city_population;  // {"city": string} -> population
 extern agentkit::ToolPtr forecast;       // the Tools section's tool
 extern agentkit::ToolPtr refund;         // side-effecting, requires approval
+extern std::shared_ptr<const agentkit::Agent> boss;  // runs a billing sub-agent (as_tool) whose refund requires approval
 extern std::vector<agentkit::ToolPtr> catalog;  // a plugin's tools (search, get, ...)
 extern bool stop_condition;              // whatever makes a host stop a run
 

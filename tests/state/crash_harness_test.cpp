@@ -103,8 +103,7 @@ agentkit::RunContext parent_context(const fs::path& db) {
   agentkit::RunContext ctx;
   ctx.store = std::make_shared<SqliteStore>(
       db, SqliteStore::Options{.durability = SqliteStore::Durability::normal});
-  auto model = std::make_shared<workload::PlannedModel>();
-  ctx.models = [model](std::string_view) { return model; };
+  ctx.models = workload::models();
   return ctx;
 }
 
@@ -122,7 +121,9 @@ int trial_count() {
 }  // namespace
 
 TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effect twice", "[durable][crash]") {
-  const std::vector<std::string> runs{"run-0", "run-1", "run-2"};  // run-0 and run-2 need an approval
+  // run-0 and run-2 need an approval; nest-0 runs the worker as a sub-agent,
+  // whose approval surfaces on it (workload::make_boss).
+  const std::vector<std::string> runs{"run-0", "run-1", "run-2", "nest-0"};
   const auto child_args = [&](const TempDir& dir) {
     std::vector<std::string> args{"work", (dir.path / "state.db").string(), (dir.path / "ledger").string()};
     args.insert(args.end(), runs.begin(), runs.end());
@@ -140,7 +141,7 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
     REQUIRE(child.finish() == 0);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     full_ms = i == 0 ? ms : std::min(full_ms, ms);
-    CHECK(child.output == "run-0 suspended\nrun-1 answered\nrun-2 suspended\n");
+    CHECK(child.output == "run-0 suspended\nrun-1 answered\nrun-2 suspended\nnest-0 suspended\n");
   }
 
   // Kill times are drawn from [0, window). The child's speed drifts with the
@@ -155,6 +156,7 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   int killed_mid_run = 0, recovered = 0, duplicates = 0, bypassed = 0, lost = 0, unknown = 0, never_started = 0;
   int sealed = 0;  // runs whose finished document lists sealed history segments
+  int worked_to_the_end = 0;  // runs of the plan (the worker's, nested ones too) that answered "done <their id>"
   for (int trial = 0; trial < trials; ++trial) {
     TempDir dir;
     Child child = spawn_child(child_args(dir));
@@ -167,9 +169,11 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
     window_ms *= killed ? 1.03 : 0.85;
 
     auto ctx = parent_context(dir.path / "state.db");
-    const agentkit::Agent agent = workload::make_agent((dir.path / "ledger").string());
-    std::vector<agentkit::RunResult> results;
+    const agentkit::Agent worker = workload::make_agent((dir.path / "ledger").string());
+    const agentkit::Agent boss = workload::make_boss((dir.path / "ledger").string());
+    std::vector<agentkit::RunState> worked;  // the states of the runs that called append and transfer
     for (const auto& id : runs) {
+      const agentkit::Agent& agent = workload::is_nested(id) ? boss : worker;
       agentkit::RunResult r;
       if (!agentkit::load_run(*ctx.store, ctx.scope, id)) {
         ++never_started;  // killed before its first checkpoint: nothing of it ran
@@ -179,11 +183,16 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
       }
       if (r.stop_reason == agentkit::StopReason::suspended) r = agent.resume(id, approve_all(r), ctx);
       recovered += r.stop_reason == agentkit::StopReason::answered && r.output == "done " + id;
-      const auto doc = ctx.store->get(agentkit::state::scoped_key(ctx.scope, "runs/" + id));
+      const std::string worker_id = workload::is_nested(id) ? workload::worker_run(id) : id;
+      const auto doc = ctx.store->get(agentkit::state::scoped_key(ctx.scope, "runs/" + worker_id));
       sealed += doc && agentkit::Json::parse(doc->value).contains("history_segments") ? 1 : 0;
-      results.push_back(std::move(r));
+      if (auto state = agentkit::load_run(*ctx.store, ctx.scope, worker_id)) {
+        worked_to_the_end += state->stop_reason == agentkit::StopReason::answered && state->output == "done " + worker_id;
+        worked.push_back(std::move(*state));
+      }
     }
 
+    CHECK(worked.size() == runs.size());
     const auto ledger = read_ledger(dir.path / "ledger");
     for (const auto& [token, pids] : ledger) {
       duplicates += pids.size() > 1 ? 1 : 0;
@@ -191,8 +200,8 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
       if (token.find("/transfer") != std::string::npos && pids.front() == static_cast<long>(child.pid)) ++bypassed;
     }
     // Every call the model was told succeeded happened exactly once.
-    for (const auto& r : results) {
-      for (const auto& m : r.state.history) {
+    for (const auto& state : worked) {
+      for (const auto& m : state.history) {
         if (m.role != agentkit::Role::tool || m.tool_name == "peek") continue;
         if (m.text().rfind("ok ", 0) == 0) {
           const auto it = ledger.find(m.text().substr(3));
@@ -214,6 +223,7 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
       trials, seed, full_ms, window_ms, killed_mid_run, recovered, expected_runs, never_started, sealed, unknown, duplicates, lost,
       bypassed);
   CHECK(recovered == expected_runs);
+  CHECK(worked_to_the_end == expected_runs);  // a nested worker too: recovered and resumed, never abandoned
   CHECK(sealed == expected_runs);  // every run's history outgrew Checkpoint::kSealBytes
   CHECK(duplicates == 0);
   CHECK(lost == 0);

@@ -23,6 +23,7 @@ class Invoker;
 class Executor;
 class EgressAllowlist;  // <agentkit/egress.h>
 class Dependencies;     // <agentkit/inject.h>
+struct NestedSuspension;  // <agentkit/run_state.h>
 namespace state {
 class Store;  // <agentkit/state/store.h>
 }
@@ -266,6 +267,11 @@ class RunContext {
   // from it, so a recovered parent finds the sub-run again instead of
   // starting it over.
   std::string call_key;
+  // Set by the engine for a tool body that runs again after its sub-run
+  // suspended and the run was resumed: the sub-run's suspension, with the
+  // decisions routed down to it. as_tool resumes the sub-run with them.
+  // Null otherwise.
+  std::shared_ptr<const NestedSuspension> resuming;
 
   // A scoped context for a sub-run: shares budget and cancellation, adds one
   // to depth, opens a child span. Throws DepthLimitExceeded past max_depth.

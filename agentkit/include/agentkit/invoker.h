@@ -108,6 +108,8 @@ struct ToolResult {
   bool retryable = false;  // an error that a retry may fix
   // Content parts beside the value (ok results; see ToolOutput).
   std::vector<ContentPart> parts;
+  // awaiting_approval from a sub-run (CallSuspended): what it awaits.
+  std::shared_ptr<const NestedSuspension> nested;
 
   static ToolResult ok(Json value, std::vector<ContentPart> parts = {}) {
     return {Status::ok, std::move(value), {}, false, std::move(parts)};
@@ -146,6 +148,23 @@ class RetryableToolError : public Error {
 class OutcomeUnknownError : public Error {
  public:
   explicit OutcomeUnknownError(const std::string& message) : Error(ErrorCode::outcome_unknown, message) {}
+};
+
+// Thrown by a tool whose work paused for human decisions on calls of its
+// own: an agent run through as_tool whose sub-run suspended. The end of the
+// chain turns it into an awaiting_approval result carrying `nested`, so the
+// run suspends with the sub-run's calls and routes their decisions back
+// down (see Suspended in <agentkit/agent.h>). Never recorded as the call's
+// outcome: the call runs again when the run resumes. Code unimplemented for
+// anything that catches it.
+class CallSuspended : public Error {
+ public:
+  explicit CallSuspended(std::shared_ptr<const NestedSuspension> nested)
+      : Error(ErrorCode::unimplemented, "the call suspended awaiting approval"), nested_(std::move(nested)) {}
+  const std::shared_ptr<const NestedSuspension>& nested() const noexcept { return nested_; }
+
+ private:
+  std::shared_ptr<const NestedSuspension> nested_;
 };
 
 // Whether a call must pause for a human decision in the run of `ctx`: its

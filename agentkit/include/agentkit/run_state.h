@@ -33,6 +33,44 @@ struct CallOutcome {
   std::vector<ContentPart> parts;  // beside the text: what the tool returned (v4)
 };
 
+// A human's decision on one pending call. A decision is the only thing that
+// approves a call (the run engine turns it into an Approval of exactly that
+// call; see <agentkit/invoker.h>).
+//
+// edit(args) approves the call with `args` instead of the model's: they are
+// checked against the tool (Tool::check_arguments) before anything runs, the
+// history shows the call as it ran (with `args`), and audit() records both.
+struct Decision {
+  enum class Kind { approve, reject, edit };
+  Kind kind = Kind::reject;
+  std::string message;  // reject: why (shown to the model)
+  Json arguments;       // edit: the arguments to run instead
+
+  static Decision approve() { return {Kind::approve, {}, {}}; }
+  static Decision reject(std::string why = {}) { return {Kind::reject, std::move(why), {}}; }
+  static Decision edit(Json arguments) { return {Kind::edit, {}, std::move(arguments)}; }
+};
+// Decisions by call id. A pending call without a decision is rejected; a
+// decision for a call id that is not pending, or an edit the tool rejects, is
+// an InvalidDecision and nothing runs. A sub-agent's call is named by its
+// qualified id (see Suspended in <agentkit/agent.h>).
+using Decisions = std::map<std::string, Decision>;
+
+// A call of the current batch that runs a sub-agent (as_tool) whose run
+// suspended for approval inside it: what the sub-run awaits, and, once the
+// parent run is resumed, the decisions routed down to it. The call runs again
+// with them (RunContext::resuming) and resumes the sub-run where it stopped.
+// Serialised in RunState's "nested" object under the call's id (v4, written
+// only when set).
+struct NestedSuspension {
+  std::string run_id;       // the sub-run's (durable: "<parent run id>/<call key>")
+  int iterations = 0;       // the sub-run's model calls when it suspended
+  std::vector<ToolCall> pending;    // as the sub-run names them (its own Suspended::pending)
+  std::vector<std::string> agents;  // their agent paths, from the sub-run's agent
+  bool decided = false;     // the parent was resumed: `decisions` are the human's
+  Decisions decisions;      // by the sub-run's call ids
+};
+
 // What of the history the model sees, once AgentOptions::context_policy
 // compacted it: the task (history[0]), pinned messages, `summary` (when
 // set) and history[from] onward. The history itself is never cut.
@@ -130,6 +168,9 @@ struct RunState {
   // the agent the run started with (the one that resumes and recovers it);
   // RunResult::agent names the one that answered.
   HandoffState handoff;
+  // Calls of the batch whose sub-run suspended, by call id: what they await
+  // (see NestedSuspension); in `pending` until the run is resumed.
+  std::map<std::string, NestedSuspension> nested;
 
   // The batch's calls awaiting a decision, in call order.
   std::vector<ToolCall> pending_calls() const;

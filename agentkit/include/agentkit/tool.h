@@ -141,6 +141,15 @@ class Tool {
   virtual bool requires_approval_for(const Json& arguments, const RunContext& ctx) const {
     return requires_approval() || (spec().approval_when && spec().approval_when(arguments, ctx));
   }
+  // Whether a call interrupted after it started (its process died before
+  // its outcome was recorded) may simply run again: its work is durable
+  // itself and continues where it stopped instead of repeating effects (an
+  // agent through as_tool recovers its sub-run by id). A durable run's
+  // ledger then runs it again rather than answering outcome_unknown. A
+  // wrapper MUST forward it.
+  virtual bool reenterable() const noexcept { return false; }
+  // The tool this one wraps (renamed(), with_approval()), or null.
+  virtual const Tool* wrapped() const noexcept { return nullptr; }
   // Visible to the model (has a parameters schema).
   bool advertised() const noexcept { return spec().parameters.has_value(); }
 

@@ -28,32 +28,25 @@ namespace agentkit {
 
 // A run paused for a human: the calls that need a decision, with their
 // arguments. None of them has run.
+//
+// `pending` holds the run's own calls and those of sub-agents (as_tool)
+// that suspended inside one of its calls, in call order. A sub-agent's call
+// has the id "<the call that runs the sub-agent>/<its id in the sub-run>"
+// (deeper nesting adds a segment per level), so a Decisions map keyed by
+// these ids routes each decision down to the run that holds the call; see
+// as_tool. `agents[i]` is the agent whose call pending[i] is, as a path from
+// the run's agent: "support" for its own, "support/billing" for a call of
+// the billing sub-agent it runs as a tool.
+//
+// Decision, Decisions: see <agentkit/run_state.h>.
 struct Suspended {
   std::string reason = "awaiting_approval";
   std::vector<ToolCall> pending;
+  std::vector<std::string> agents;
 };
-
-// A human's decision on one pending call. A decision is the only thing that
-// approves a call (the run engine turns it into an Approval of exactly that
-// call; see <agentkit/invoker.h>).
-//
-// edit(args) approves the call with `args` instead of the model's: they are
-// checked against the tool (Tool::check_arguments) before anything runs, the
-// history shows the call as it ran (with `args`), and audit() records both.
-struct Decision {
-  enum class Kind { approve, reject, edit };
-  Kind kind = Kind::reject;
-  std::string message;  // reject: why (shown to the model)
-  Json arguments;       // edit: the arguments to run instead
-
-  static Decision approve() { return {Kind::approve, {}, {}}; }
-  static Decision reject(std::string why = {}) { return {Kind::reject, std::move(why), {}}; }
-  static Decision edit(Json arguments) { return {Kind::edit, {}, std::move(arguments)}; }
-};
-// Decisions by call id. A pending call without a decision is rejected; a
-// decision for a call id that is not pending, or an edit the tool rejects, is
-// an InvalidDecision and nothing runs.
-using Decisions = std::map<std::string, Decision>;
+// What a suspended run awaits, as its RunResult::suspended says: for a
+// RunState from anywhere (a stored run from load_run, a host's copy).
+Suspended suspension_of(const RunState& state);
 
 // RunState (with Phase and CallOutcome), charge_spent and the RunError
 // family: see <agentkit/run_state.h>. Checkpoint, SealedHistory, load_run

@@ -1,7 +1,6 @@
 #pragma once
-// Guardrails: checks the run engine makes at fixed points of every run, on
-// the run's thread, each an event (GuardrailChecked) and a span
-// (`guardrail {name}`):
+// Guardrails: checks the run engine makes at fixed points of every run,
+// each an event (GuardrailChecked) and a span (`guardrail {name}`):
 //   - input guardrails, on the task, before the first model call;
 //   - output guardrails, on the final answer, before the run answers;
 //   - tool guardrails, on a call's arguments before it runs (`before`) and
@@ -14,6 +13,12 @@
 // replaced (after) by the message, which the model reads as an error result,
 // and the run goes on. A guardrail that throws trips (fail closed), its
 // message saying so.
+//
+// Where they run: on the run's executor when the context has a pool
+// (ThreadPoolExecutor), one stage at a time and in order, so a slow check
+// (one that asks an agent: <agentkit/agent_guardrails.h>) never blocks
+// poll(); inline on the polling thread otherwise. A guardrail gets a copy of
+// the run's context and MUST be safe to call from a worker thread.
 //
 // Example:
 //   agentkit::AgentOptions options;

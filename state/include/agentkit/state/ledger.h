@@ -7,7 +7,10 @@
 // On a second attempt at the same call (a recovery after a crash, a replay):
 // - a recorded success is returned as recorded, without running the tool;
 // - a call with an intent and no outcome is not run again unless the tool is
-//   idempotent: the model and the caller get `outcome_unknown`;
+//   idempotent or reenterable (Tool::reenterable: an agent through as_tool):
+//   the model and the caller get `outcome_unknown`;
+// - a call whose sub-run suspended (awaiting_approval, see CallSuspended) is
+//   recorded as paused, and runs again when the run resumes;
 // - a recorded failure (or unknown outcome) is returned as recorded, unless
 //   the tool is idempotent (then it runs again).
 #include <memory>
