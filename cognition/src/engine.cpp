@@ -678,20 +678,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (busy()) return;
     auto slot = std::exchange(model_slot_, nullptr);
     if (slot->compaction) return summarized(*slot);
-    if (slot->error) {
-      cause_ = failure_of(slot->error);
-      cause_->model = agent_->model();
-      Usage spent;
-      try {
-        std::rethrow_exception(slot->error);
-      } catch (const ModelError& e) {
-        spent = e.usage();
-        charge(spent);  // a failed call may still have spent tokens (a stream cut short)
-      } catch (...) {
-      }
-      tracer_.model_failed(*cause_, spent);
-      return finish(StopReason::failed, "model call failed: " + cause_->message);
-    }
+    if (slot->error) return model_call_failed(*slot, agent_->model(), "model call failed: ");
     ModelResponse& response = slot->response;
     ++st_.iterations;
     const double cost_before = st_.cost_usd;
@@ -703,6 +690,24 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     message.role = Role::assistant;
     apply(strategy_->on_reply(step_context(), st_, std::move(message)));
     if (!done_) checkpoint();
+  }
+
+  // A model call that threw (the agent's, or the context policy's summary
+  // call): the run fails with its cause, naming `model`, and `what` before
+  // the cause's message.
+  void model_call_failed(const ModelSlot& slot, const std::string& model, std::string_view what) {
+    cause_ = failure_of(slot.error);
+    cause_->model = model;
+    Usage spent;
+    try {
+      std::rethrow_exception(slot.error);
+    } catch (const ModelError& e) {
+      spent = e.usage();
+      charge(spent);  // a failed call may still have spent tokens (a stream cut short)
+    } catch (...) {
+    }
+    tracer_.model_failed(*cause_, spent);
+    finish(StopReason::failed, std::string(what) + cause_->message);
   }
 
   // One model call's usage, charged to the run, its meter and its budget.
@@ -1045,20 +1050,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // failed call, or one with no text, fails the run (recover() asks again).
   void summarized(ModelSlot& slot) {
     const ModelSlot::Compaction& c = *slot.compaction;
-    if (slot.error) {
-      cause_ = failure_of(slot.error);
-      cause_->model = c.model;
-      Usage spent;
-      try {
-        std::rethrow_exception(slot.error);
-      } catch (const ModelError& e) {
-        spent = e.usage();
-        charge(spent);
-      } catch (...) {
-      }
-      tracer_.model_failed(*cause_, spent);
-      return finish(StopReason::failed, "summarising the context failed: " + cause_->message);
-    }
+    if (slot.error) return model_call_failed(slot, c.model, "summarising the context failed: ");
     ModelResponse& response = slot.response;
     const double cost_before = st_.cost_usd;
     charge(response.usage);
