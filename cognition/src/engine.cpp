@@ -898,6 +898,17 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     }
     return false;
   }
+  // The estimate of the pinned groups between the kept prefix and `to`,
+  // which stay in view when the window starts at `to`.
+  std::size_t pinned_tokens(std::size_t to) const {
+    std::size_t sum = 0;
+    for (std::size_t g = kept_prefix(); g < to;) {
+      const std::size_t end = group_end(g, to);
+      if (group_pinned(g, end)) sum += tokens(g, end);
+      g = end;
+    }
+    return sum;
+  }
 
   // What the model sees once the window was compacted: the kept prefix (the
   // task carrying the summary), the pinned groups that left, and the window.
@@ -946,13 +957,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       measure(policy);
       const std::size_t n = st_.history.size(), kept = kept_prefix();
       from = window_from();
-      std::size_t pinned = 0;
-      for (std::size_t g = kept; g < from;) {
-        const std::size_t end = group_end(g, from);
-        if (group_pinned(g, end)) pinned += tokens(g, end);
-        g = end;
-      }
-      before = tokens(0, kept) + pinned + summary_tokens(st_.window.summary) + tokens(from, n);
+      before = tokens(0, kept) + pinned_tokens(from) + summary_tokens(st_.window.summary) + tokens(from, n);
       if (before <= policy.max_tokens) return false;
       // The latest turn stays: the window never starts past the last group.
       std::size_t last = n;
@@ -987,16 +992,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       summarizer = window_->summarizer;
     }
+    const std::string& summary_model = policy.summary_model.empty() ? agent_->model() : policy.summary_model;
     if (!summarizer) {
       cause_ = Failure{.code = ErrorCode::not_found};
-      finish(StopReason::failed, "no model for '" +
-                                     (policy.summary_model.empty() ? agent_->model() : policy.summary_model) +
-                                     "' to summarise the context with");
+      finish(StopReason::failed, "no model for '" + summary_model + "' to summarise the context with");
       return false;
     }
     model_slot_ = std::make_shared<ModelSlot>();
-    model_slot_->compaction = ModelSlot::Compaction{
-        from, to, before, policy.summary_model.empty() ? agent_->model() : policy.summary_model};
+    model_slot_->compaction = ModelSlot::Compaction{from, to, before, summary_model};
     model_slot_->system = policy.summary_prompt;
     model_slot_->messages =
         std::make_shared<const std::vector<Message>>(std::vector<Message>{Message::user(transcript(from, to))});
@@ -1060,13 +1063,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       cause_ = Failure{.code = ErrorCode::protocol, .model = c.model};
       return finish(StopReason::failed, "summarising the context failed: the summary model answered with no text");
     }
-    const std::size_t kept = kept_prefix();
-    std::size_t after = tokens(0, kept) + summary_tokens(summary) + tokens(c.to, st_.history.size());
-    for (std::size_t g = kept; g < c.to;) {
-      const std::size_t end = group_end(g, c.to);
-      if (group_pinned(g, end)) after += tokens(g, end);
-      g = end;
-    }
+    const std::size_t after =
+        tokens(0, kept_prefix()) + pinned_tokens(c.to) + summary_tokens(summary) + tokens(c.to, st_.history.size());
     move_window(c.from, c.to, c.tokens_before, after, std::move(summary), response.usage);
   }
 
