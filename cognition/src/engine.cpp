@@ -123,9 +123,11 @@ struct ModelSlot {
 // What a run under a context policy keeps to size its window cheaply: the
 // per-message estimates, brought up to date as the history grows.
 struct WindowCache {
-  std::vector<std::size_t> sums{0};  // sums[i]: estimated tokens of history[0, i)
+  std::vector<std::size_t> sums{0};  // sums[i]: estimated tokens of history[0, i) the model is shown
   std::vector<bool> pinned;          // per message: ContextPolicy::pinned holds
   bool any_pinned = false;
+  std::vector<bool> hidden;  // per message before a handoff: its keep filter hides the message's group
+  bool screened = false;     // `hidden` is set
   std::shared_ptr<Model> summarizer;  // resolved once, for ContextPolicy::summary_model
 };
 
@@ -871,12 +873,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // Where the view's history part starts.
   std::size_t window_from() const { return std::max(st_.window.from, kept_prefix()); }
 
-  // Brings the estimates up to the history's end (it only grows).
+  // Brings the estimates up to the history's end (it only grows). A message
+  // the model is not shown (screen()) counts nothing.
   void measure(const ContextPolicy& policy) {
-    if (!window_) window_ = std::make_unique<WindowCache>();
     WindowCache& w = *window_;
     for (std::size_t i = w.sums.size() - 1; i < st_.history.size(); ++i) {
-      w.sums.push_back(w.sums.back() + policy.estimate(st_.history[i]));
+      const bool shown = i >= w.hidden.size() || !w.hidden[i];
+      w.sums.push_back(w.sums.back() + (shown ? policy.estimate(st_.history[i]) : 0));
       w.pinned.push_back(policy.pinned && policy.pinned(st_.history[i]));
       w.any_pinned = w.any_pinned || w.pinned.back();
     }
@@ -948,10 +951,39 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     return false;
   }
 
+  // Marks, once per window cache, the messages before the handoff whose
+  // group its keep filter hides from the active agent's model, as
+  // window_view() leaves them out: the estimate is of what the model is
+  // shown. The groups before the handoff are all in by then, and a handoff
+  // starts a new cache (adopt()). A keep filter that throws fails the run,
+  // as it would building the view: returns false then.
+  bool screen() {
+    WindowCache& w = *window_;
+    if (w.screened) return true;
+    w.screened = true;
+    if (!filtered()) return true;
+    try {
+      const std::size_t cut = std::min(st_.handoff.at, st_.history.size());
+      w.hidden.assign(cut, false);
+      for (std::size_t g = kept_prefix(); g < cut;) {
+        const std::size_t end = group_end(g, cut);
+        if (hidden(g, end)) std::fill_n(w.hidden.begin() + static_cast<std::ptrdiff_t>(g), end - g, true);
+        g = end;
+      }
+    } catch (...) {
+      cause_ = failure_of(std::current_exception());
+      finish(StopReason::failed, "the handoff's keep filter failed: " + cause_->message);
+      return false;
+    }
+    return true;
+  }
+
   // Applies the policy before a model call. Returns true when it started a
   // summary call (the step ends; summarized() takes its reply). A policy
   // function that throws fails the run.
   bool compact(const ContextPolicy& policy) {
+    if (!window_) window_ = std::make_unique<WindowCache>();
+    if (!screen()) return false;
     std::size_t from = 0, to = 0, before = 0, after = 0;
     try {
       measure(policy);
