@@ -23,6 +23,7 @@
 #include <agentkit/testing/test_context.h>
 
 #include "../helpers/events_of.h"
+#include "../helpers/span_named.h"
 #include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
@@ -215,12 +216,8 @@ TEST_CASE("a handoff is a HandoffOccurred event and a span under the run", "[han
   CHECK(later_model_call);
 
   const auto spans = recorder->spans();
-  const agentkit::trace::Span* span = nullptr;
-  const agentkit::trace::Span* run = nullptr;
-  for (const auto& s : spans) {
-    if (s.name == "handoff billing") span = &s;
-    if (s.name == "invoke_agent triage") run = &s;
-  }
+  const agentkit::trace::Span* span = agentkit_test::span_named(spans, "handoff billing");
+  const agentkit::trace::Span* run = agentkit_test::span_named(spans, "invoke_agent triage");
   REQUIRE(span);
   REQUIRE(run);
   CHECK(span->parent_span_id == run->span_id);
