@@ -124,9 +124,11 @@ struct ModelSlot {
 // What a run under a context policy keeps to size its window cheaply: the
 // per-message estimates, brought up to date as the history grows.
 struct WindowCache {
-  std::vector<std::size_t> sums{0};  // sums[i]: estimated tokens of history[0, i)
+  std::vector<std::size_t> sums{0};  // sums[i]: estimated tokens of history[0, i) the model is shown
   std::vector<bool> pinned;          // per message: ContextPolicy::pinned holds
   bool any_pinned = false;
+  std::vector<bool> hidden;  // per message before a handoff: its keep filter hides the message's group
+  bool screened = false;     // `hidden` is set
   std::shared_ptr<Model> summarizer;  // resolved once, for ContextPolicy::summary_model
 };
 
@@ -802,20 +804,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (busy()) return;
     auto slot = std::exchange(model_slot_, nullptr);
     if (slot->compaction) return summarized(*slot);
-    if (slot->error) {
-      cause_ = failure_of(slot->error);
-      cause_->model = agent_->model();
-      Usage spent;
-      try {
-        std::rethrow_exception(slot->error);
-      } catch (const ModelError& e) {
-        spent = e.usage();
-        charge(spent);  // a failed call may still have spent tokens (a stream cut short)
-      } catch (...) {
-      }
-      tracer_.model_failed(*cause_, spent);
-      return finish(StopReason::failed, "model call failed: " + cause_->message);
-    }
+    if (slot->error) return model_call_failed(*slot, agent_->model(), "model call failed: ");
     ModelResponse& response = slot->response;
     ++st_.iterations;
     const double cost_before = st_.cost_usd;
@@ -827,6 +816,24 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     message.role = Role::assistant;
     apply(strategy_->on_reply(step_context(), st_, std::move(message)));
     if (!done_) checkpoint();
+  }
+
+  // A model call that threw (the agent's, or the context policy's summary
+  // call): the run fails with its cause, naming `model`, and `what` before
+  // the cause's message.
+  void model_call_failed(const ModelSlot& slot, const std::string& model, std::string_view what) {
+    cause_ = failure_of(slot.error);
+    cause_->model = model;
+    Usage spent;
+    try {
+      std::rethrow_exception(slot.error);
+    } catch (const ModelError& e) {
+      spent = e.usage();
+      charge(spent);  // a failed call may still have spent tokens (a stream cut short)
+    } catch (...) {
+    }
+    tracer_.model_failed(*cause_, spent);
+    finish(StopReason::failed, std::string(what) + cause_->message);
   }
 
   // One model call's usage, charged to the run, its meter and its budget.
@@ -990,12 +997,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // Where the view's history part starts.
   std::size_t window_from() const { return std::max(st_.window.from, kept_prefix()); }
 
-  // Brings the estimates up to the history's end (it only grows).
+  // Brings the estimates up to the history's end (it only grows). A message
+  // the model is not shown (screen()) counts nothing.
   void measure(const ContextPolicy& policy) {
-    if (!window_) window_ = std::make_unique<WindowCache>();
     WindowCache& w = *window_;
     for (std::size_t i = w.sums.size() - 1; i < st_.history.size(); ++i) {
-      w.sums.push_back(w.sums.back() + policy.estimate(st_.history[i]));
+      const bool shown = i >= w.hidden.size() || !w.hidden[i];
+      w.sums.push_back(w.sums.back() + (shown ? policy.estimate(st_.history[i]) : 0));
       w.pinned.push_back(policy.pinned && policy.pinned(st_.history[i]));
       w.any_pinned = w.any_pinned || w.pinned.back();
     }
@@ -1016,6 +1024,17 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (window_->pinned[i]) return true;
     }
     return false;
+  }
+  // The estimate of the pinned groups between the kept prefix and `to`,
+  // which stay in view when the window starts at `to`.
+  std::size_t pinned_tokens(std::size_t to) const {
+    std::size_t sum = 0;
+    for (std::size_t g = kept_prefix(); g < to;) {
+      const std::size_t end = group_end(g, to);
+      if (group_pinned(g, end)) sum += tokens(g, end);
+      g = end;
+    }
+    return sum;
   }
 
   // What the model sees once the window was compacted: the kept prefix (the
@@ -1056,22 +1075,45 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     return false;
   }
 
+  // Marks, once per window cache, the messages before the handoff whose
+  // group its keep filter hides from the active agent's model, as
+  // window_view() leaves them out: the estimate is of what the model is
+  // shown. The groups before the handoff are all in by then, and a handoff
+  // starts a new cache (adopt()). A keep filter that throws fails the run,
+  // as it would building the view: returns false then.
+  bool screen() {
+    WindowCache& w = *window_;
+    if (w.screened) return true;
+    w.screened = true;
+    if (!filtered()) return true;
+    try {
+      const std::size_t cut = std::min(st_.handoff.at, st_.history.size());
+      w.hidden.assign(cut, false);
+      for (std::size_t g = kept_prefix(); g < cut;) {
+        const std::size_t end = group_end(g, cut);
+        if (hidden(g, end)) std::fill_n(w.hidden.begin() + static_cast<std::ptrdiff_t>(g), end - g, true);
+        g = end;
+      }
+    } catch (...) {
+      cause_ = failure_of(std::current_exception());
+      finish(StopReason::failed, "the handoff's keep filter failed: " + cause_->message);
+      return false;
+    }
+    return true;
+  }
+
   // Applies the policy before a model call. Returns true when it started a
   // summary call (the step ends; summarized() takes its reply). A policy
   // function that throws fails the run.
   bool compact(const ContextPolicy& policy) {
+    if (!window_) window_ = std::make_unique<WindowCache>();
+    if (!screen()) return false;
     std::size_t from = 0, to = 0, before = 0, after = 0;
     try {
       measure(policy);
       const std::size_t n = st_.history.size(), kept = kept_prefix();
       from = window_from();
-      std::size_t pinned = 0;
-      for (std::size_t g = kept; g < from;) {
-        const std::size_t end = group_end(g, from);
-        if (group_pinned(g, end)) pinned += tokens(g, end);
-        g = end;
-      }
-      before = tokens(0, kept) + pinned + summary_tokens(st_.window.summary) + tokens(from, n);
+      before = tokens(0, kept) + pinned_tokens(from) + summary_tokens(st_.window.summary) + tokens(from, n);
       if (before <= policy.max_tokens) return false;
       // The latest turn stays: the window never starts past the last group.
       std::size_t last = n;
@@ -1106,16 +1148,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       summarizer = window_->summarizer;
     }
+    const std::string& summary_model = policy.summary_model.empty() ? agent_->model() : policy.summary_model;
     if (!summarizer) {
       cause_ = Failure{.code = ErrorCode::not_found};
-      finish(StopReason::failed, "no model for '" +
-                                     (policy.summary_model.empty() ? agent_->model() : policy.summary_model) +
-                                     "' to summarise the context with");
+      finish(StopReason::failed, "no model for '" + summary_model + "' to summarise the context with");
       return false;
     }
     model_slot_ = std::make_shared<ModelSlot>();
-    model_slot_->compaction = ModelSlot::Compaction{
-        from, to, before, policy.summary_model.empty() ? agent_->model() : policy.summary_model};
+    model_slot_->compaction = ModelSlot::Compaction{from, to, before, summary_model};
     model_slot_->system = policy.summary_prompt;
     model_slot_->messages =
         std::make_shared<const std::vector<Message>>(std::vector<Message>{Message::user(transcript(from, to))});
@@ -1169,20 +1209,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // failed call, or one with no text, fails the run (recover() asks again).
   void summarized(ModelSlot& slot) {
     const ModelSlot::Compaction& c = *slot.compaction;
-    if (slot.error) {
-      cause_ = failure_of(slot.error);
-      cause_->model = c.model;
-      Usage spent;
-      try {
-        std::rethrow_exception(slot.error);
-      } catch (const ModelError& e) {
-        spent = e.usage();
-        charge(spent);
-      } catch (...) {
-      }
-      tracer_.model_failed(*cause_, spent);
-      return finish(StopReason::failed, "summarising the context failed: " + cause_->message);
-    }
+    if (slot.error) return model_call_failed(slot, c.model, "summarising the context failed: ");
     ModelResponse& response = slot.response;
     const double cost_before = st_.cost_usd;
     charge(response.usage);
@@ -1192,13 +1219,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       cause_ = Failure{.code = ErrorCode::protocol, .model = c.model};
       return finish(StopReason::failed, "summarising the context failed: the summary model answered with no text");
     }
-    const std::size_t kept = kept_prefix();
-    std::size_t after = tokens(0, kept) + summary_tokens(summary) + tokens(c.to, st_.history.size());
-    for (std::size_t g = kept; g < c.to;) {
-      const std::size_t end = group_end(g, c.to);
-      if (group_pinned(g, end)) after += tokens(g, end);
-      g = end;
-    }
+    const std::size_t after =
+        tokens(0, kept_prefix()) + pinned_tokens(c.to) + summary_tokens(summary) + tokens(c.to, st_.history.size());
     move_window(c.from, c.to, c.tokens_before, after, std::move(summary), response.usage);
   }
 

@@ -24,6 +24,7 @@
 
 #include "../helpers/timing.h"
 #include "../helpers/tool_calls.h"
+#include "../helpers/watch_tool.h"
 
 using agentkit::Agent;
 using agentkit::Json;
@@ -410,19 +411,8 @@ TEST_CASE("the Agent and its tools may be destroyed right after start() while a 
 TEST_CASE("cancelling the parent cancels its sub-run: the sub-agent's tool sees it, both runs stop cancelled",
           "[agent][cancel][as_tool]") {
   // The sub-agent's tool waits for its run's cancellation (or 5 s).
-  auto saw_cancel = std::make_shared<std::atomic<bool>>(false);
-  auto started = std::make_shared<std::atomic<bool>>(false);
-  auto wait_tool = agentkit::tool("watch")
-                       .doc("Watch the gate until something happens, then report it.")
-                       .side_effecting(false)
-                       .fn([saw_cancel, started](RunContext& ctx) {
-                         started->store(true);
-                         const auto until = Clock::now() + 5s;
-                         while (Clock::now() < until && !ctx.cancellation.cancelled()) std::this_thread::sleep_for(1ms);
-                         saw_cancel->store(ctx.cancellation.cancelled());
-                         return std::string("nothing happened");
-                       });
-  auto watcher = std::make_shared<Agent>("watcher", "fake", "You watch the gate.", react({wait_tool}));
+  const auto wait_tool = agentkit_test::watch_tool();
+  auto watcher = std::make_shared<Agent>("watcher", "fake", "You watch the gate.", react({wait_tool.tool}));
   auto watch = agentkit::as_tool(watcher, {.name = "delegate_watch",
                                            .description = "Hand the watching of the gate to the watcher agent.",
                                            .side_effecting = false});
@@ -435,7 +425,7 @@ TEST_CASE("cancelling the parent cancels its sub-run: the sub-agent's tool sees 
   });
   auto ctx = make_test_ctx({.llm = llm});
   std::thread host([&, token = ctx.cancellation] {
-    eventually([&] { return started->load(); });
+    eventually([&] { return wait_tool.started->load(); });
     token.cancel();
   });
   const auto begun = Clock::now();
@@ -444,6 +434,6 @@ TEST_CASE("cancelling the parent cancels its sub-run: the sub-agent's tool sees 
 
   CHECK(result.stop_reason == StopReason::cancelled);
   CHECK(Clock::now() - begun < 4s);  // not the tool's 5 s: the cancel reached it
-  CHECK(eventually([&] { return saw_cancel->load(); }));
+  CHECK(eventually([&] { return wait_tool.saw_cancel->load(); }));
   CHECK(llm->requests().size() == 2);  // neither run asked the model again
 }

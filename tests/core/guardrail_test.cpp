@@ -23,6 +23,7 @@
 #include <agentkit/testing/test_context.h>
 
 #include "../helpers/events_of.h"
+#include "../helpers/span_named.h"
 #include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
@@ -232,12 +233,8 @@ TEST_CASE("each guardrail check is a span under the run", "[guardrail][trace]") 
   ctx.tracer = recorder;
   REQUIRE(agent.run("Refund A-1", ctx).stop_reason == StopReason::answered);
   const auto spans = recorder->spans();
-  const agentkit::trace::Span* guard = nullptr;
-  const agentkit::trace::Span* run = nullptr;
-  for (const auto& s : spans) {
-    if (s.name == "guardrail no_card_numbers") guard = &s;
-    if (s.name == "invoke_agent support") run = &s;
-  }
+  const agentkit::trace::Span* guard = agentkit_test::span_named(spans, "guardrail no_card_numbers");
+  const agentkit::trace::Span* run = agentkit_test::span_named(spans, "invoke_agent support");
   REQUIRE(guard);
   REQUIRE(run);
   CHECK(guard->parent_span_id == run->span_id);

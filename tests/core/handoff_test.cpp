@@ -10,6 +10,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@
 #include <agentkit/testing/span_recorder.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/events_of.h"
+#include "../helpers/span_named.h"
 #include "../helpers/tool_calls.h"
 
 using agentkit::Agent;
@@ -213,12 +216,8 @@ TEST_CASE("a handoff is a HandoffOccurred event and a span under the run", "[han
   CHECK(later_model_call);
 
   const auto spans = recorder->spans();
-  const agentkit::trace::Span* span = nullptr;
-  const agentkit::trace::Span* run = nullptr;
-  for (const auto& s : spans) {
-    if (s.name == "handoff billing") span = &s;
-    if (s.name == "invoke_agent triage") run = &s;
-  }
+  const agentkit::trace::Span* span = agentkit_test::span_named(spans, "handoff billing");
+  const agentkit::trace::Span* run = agentkit_test::span_named(spans, "invoke_agent triage");
   REQUIRE(span);
   REQUIRE(run);
   CHECK(span->parent_span_id == run->span_id);
@@ -284,6 +283,64 @@ TEST_CASE("keep filters what the target sees before the handoff, a call with its
   const auto second = requests[3].messages;
   REQUIRE(second.size() == 5);
   CHECK(second[4].tool_call_id == "c2");
+}
+
+TEST_CASE("the target's context policy estimates only what keep shows it: a hidden message never compacts",
+          "[handoff][context_policy]") {
+  // Triage's lookup returns a long record (~2,500 tokens) that keep hides
+  // from billing, whose context budget is 1,000 tokens.
+  auto lookup = agentkit::tool("lookup_order")
+                    .doc("Look up a customer order by id and return its full record.")
+                    .side_effecting(false)
+                    .params("order_id")
+                    .fn([](const std::string& id) { return "order " + id + ": " + std::string(10000, 'x'); });
+  AgentOptions billing_options;
+  billing_options.context_policy = agentkit::ContextPolicy{.max_tokens = 1000};
+  auto billing =
+      std::make_shared<const Agent>("billing", "fake", "You are billing.", react({}), std::move(billing_options));
+  AgentOptions options;
+  options.handoffs.push_back({billing, "Refunds.", [](const Message& m) { return m.tool_name != "lookup_order"; }});
+  Agent triage("triage", "fake", "Route the customer.", react({lookup}), std::move(options));
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "lookup_order", {{"order_id", "A-1"}})}},
+      Turn{.tool_calls = {call("h1", "transfer_to_billing")}},
+      Turn{.content = "Refunded."},
+  });
+  auto log = std::make_shared<EventLog>();
+  auto ctx = make_test_ctx({.llm = llm, .observer = log});
+  const auto result = triage.run("Refund A-1", ctx);
+  REQUIRE(result.stop_reason == StopReason::answered);
+  CHECK(result.agent == "billing");
+  REQUIRE(result.state.history.size() == 6);
+  REQUIRE(result.state.history[2].tool_name == "lookup_order");
+  CHECK(agentkit::estimate_tokens(result.state.history[2]) > 1000);  // alone over billing's budget
+
+  // Billing was shown the task and the transfer (well within its budget),
+  // so its window was never compacted.
+  const auto requests = llm->requests();
+  REQUIRE(requests.size() == 3);
+  CHECK(requests[2].messages.size() == 3);
+  CHECK(agentkit_test::events_of<agentkit::ContextCompacted>(log->events).empty());
+  CHECK_FALSE(result.state.window.compacted());
+}
+
+TEST_CASE("a keep filter that throws fails the run typed, under a context policy too", "[handoff][context_policy]") {
+  AgentOptions billing_options;
+  SECTION("no context policy") {}
+  SECTION("a context policy") { billing_options.context_policy = agentkit::ContextPolicy{.max_tokens = 1000}; }
+  auto billing =
+      std::make_shared<const Agent>("billing", "fake", "You are billing.", react({}), std::move(billing_options));
+  AgentOptions options;
+  options.handoffs.push_back(
+      {billing, "Refunds.", [](const Message&) -> bool { throw std::runtime_error("filter offline"); }});
+  Agent triage("triage", "fake", "Route the customer.", react({}), std::move(options));
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("h1", "transfer_to_billing")}}, Turn{.content = "never"}});
+  auto ctx = make_test_ctx({.llm = llm});
+  const auto result = triage.run("Refund A-1", ctx);
+  REQUIRE(result.stop_reason == StopReason::failed);
+  REQUIRE(result.failure);
+  CHECK(result.failure->message == "the handoff's keep filter failed: filter offline");
+  CHECK(llm->calls() == 1);  // billing's model was never asked
 }
 
 TEST_CASE("a run suspended on the target's tool resumes under the target", "[handoff][approval]") {

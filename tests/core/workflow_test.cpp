@@ -25,6 +25,7 @@
 #include "../helpers/timing.h"
 #include "../helpers/recording_store.h"
 #include "../helpers/tool_calls.h"
+#include "../helpers/watch_tool.h"
 #include "../helpers/wire_replies.h"
 
 using agentkit::Agent;
@@ -411,24 +412,13 @@ TEST_CASE("a workflow recovered after a crash between nodes does not run the fin
 
 TEST_CASE("cancelling a workflow cancels the node that is running, and the next node never runs",
           "[workflow][cancel]") {
-  auto saw_cancel = std::make_shared<std::atomic<bool>>(false);
-  auto started = std::make_shared<std::atomic<bool>>(false);
-  auto watch = agentkit::tool("watch")
-                   .doc("Watch the gate until something happens, then report it.")
-                   .side_effecting(false)
-                   .fn([saw_cancel, started](RunContext& ctx) {
-                     started->store(true);
-                     const auto until = Clock::now() + 5s;
-                     while (Clock::now() < until && !ctx.cancellation.cancelled()) std::this_thread::sleep_for(1ms);
-                     saw_cancel->store(ctx.cancellation.cancelled());
-                     return std::string("nothing happened");
-                   });
+  const auto watch = agentkit_test::watch_tool();
   Llms llms{{"watcher", FakeLLM::script({Turn{.tool_calls = {call("w1", "watch")}}, Turn{.content = "never"}})},
             {"report", FakeLLM::script({Turn{.content = "never"}})}};
-  auto pipeline = agentkit::sequence("guard", {node("watcher", {watch}), node("report")});
+  auto pipeline = agentkit::sequence("guard", {node("watcher", {watch.tool}), node("report")});
   auto ctx = ctx_for(llms);
   std::thread host([&, token = ctx.cancellation] {
-    eventually([&] { return started->load(); });
+    eventually([&] { return watch.started->load(); });
     token.cancel();
   });
   const auto begun = Clock::now();
@@ -436,7 +426,7 @@ TEST_CASE("cancelling a workflow cancels the node that is running, and the next 
   host.join();
   CHECK(result.stop_reason == StopReason::cancelled);
   CHECK(Clock::now() - begun < 4s);
-  CHECK(eventually([&] { return saw_cancel->load(); }));
+  CHECK(eventually([&] { return watch.saw_cancel->load(); }));
   CHECK(llms["watcher"]->calls() == 1);
   CHECK(llms["report"]->calls() == 0);
 }
