@@ -1166,14 +1166,17 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   }
 
   // The messages leaving the window as text for the summarizer, after the
-  // summary they extend; pinned groups stay in view and are left out.
+  // summary they extend; pinned groups stay in view and are left out, and
+  // so are groups a handoff's keep hides from the model (screen()): the
+  // summary must not show it what the filter withholds.
   std::string transcript(std::size_t from, std::size_t to) const {
     std::string out;
     if (!st_.window.summary.empty()) out += "Summary so far: " + st_.window.summary + "\n\n";
     out += "Conversation:\n";
+    const std::vector<bool>& hidden = window_->hidden;
     for (std::size_t g = from; g < to;) {
       const std::size_t end = group_end(g, to);
-      if (!group_pinned(g, end)) {
+      if (!group_pinned(g, end) && !(g < hidden.size() && hidden[g])) {
         for (std::size_t i = g; i < end; ++i) {
           const Message& m = st_.history[i];
           const std::string text = m.text();

@@ -324,6 +324,45 @@ TEST_CASE("the target's context policy estimates only what keep shows it: a hidd
   CHECK_FALSE(result.state.window.compacted());
 }
 
+TEST_CASE("what keep hides from the target never reaches it through a summary of its window",
+          "[handoff][context_policy]") {
+  auto lookup = agentkit::tool("lookup_order")
+                    .doc("Look up a customer order by id and return its full record.")
+                    .side_effecting(false)
+                    .params("order_id")
+                    .fn([](const std::string& id) { return "order " + id + ": card holder SSN 123-45-6789"; });
+  auto notes = agentkit::tool("billing_notes")
+                   .doc("Read the billing department's notes on an order.")
+                   .side_effecting(false)
+                   .params("order_id")
+                   .fn([](const std::string& id) { return "notes on " + id + ": " + std::string(2000, 'n'); });
+  AgentOptions billing_options;
+  billing_options.context_policy = agentkit::ContextPolicy{.max_tokens = 300, .summarize = true};
+  auto billing = std::make_shared<const Agent>("billing", "fake", "You are billing.", react({notes}),
+                                               std::move(billing_options));
+  AgentOptions options;
+  options.handoffs.push_back({billing, "Refunds.", [](const Message& m) { return m.tool_name != "lookup_order"; }});
+  Agent triage("triage", "fake", "Route the customer.", react({lookup}), std::move(options));
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "lookup_order", {{"order_id", "A-1"}})}},
+      Turn{.tool_calls = {call("h1", "transfer_to_billing")}},
+      Turn{.tool_calls = {call("n1", "billing_notes", {{"order_id", "A-1"}})}},
+      Turn{.content = "Triage handed the refund of A-1 to billing."},  // the summary
+      Turn{.content = "Refunded."},
+  });
+  auto ctx = make_test_ctx({.llm = llm});
+  const auto result = triage.run("Refund A-1", ctx);
+  REQUIRE(result.stop_reason == StopReason::answered);
+  CHECK(result.state.window.compacted());
+  const auto requests = llm->requests();
+  REQUIRE(requests.size() == 5);
+  REQUIRE(requests[3].system == agentkit::ContextPolicy{}.summary_prompt);
+  const std::string transcript = requests[3].messages.at(0).text();
+  CHECK_THAT(transcript, Catch::Contains("transfer_to_billing"));  // what billing was shown is summarised
+  CHECK_THAT(transcript, !Catch::Contains("123-45-6789"));         // what keep hid is not
+  for (const auto& m : requests[4].messages) CHECK_THAT(m.text(), !Catch::Contains("123-45-6789"));
+}
+
 TEST_CASE("a keep filter that throws fails the run typed, under a context policy too", "[handoff][context_policy]") {
   AgentOptions billing_options;
   SECTION("no context policy") {}
