@@ -235,7 +235,10 @@ RunState RunState::from_json(const Json& j) {
       }
     }
     if (auto nested = j.find("nested"); nested != j.end()) {
-      for (const auto& [call_id, n] : nested->items()) {
+      for (auto entry = nested->begin(); entry != nested->end(); ++entry) {
+        // Not a structured binding: clang 14 cannot capture one.
+        const std::string& call_id = entry.key();
+        const Json& n = entry.value();
         const auto problem = [&](const std::string& what) {
           return Error(ErrorCode::invalid_argument, "run state: nested['" + call_id + "'] " + what);
         };

@@ -1255,14 +1255,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (!calls.empty()) {
         return guard(GuardJob::Stage::before, [calls = std::move(calls), agent = agent_, owner = agent_owner_,
                                                ctx = worker_context()](GuardJob& job) {
-          for (const auto& [i, call] : calls) {
+          for (const auto& entry : calls) {  // not a structured binding: clang 14 cannot capture one
+            const ToolCall& call = entry.second;
             for (const ToolGuardrail& g : agent->options().tool_guardrails) {
               if (!g.before || !applies(g, call.name)) continue;
               const GuardrailVerdict v =
-                  job.check(g.name, "tool_before", call.id, true, [&, &call = call] { return g.before(call, ctx); });
+                  job.check(g.name, "tool_before", call.id, true, [&] { return g.before(call, ctx); });
               if (v.kind == GuardrailVerdict::Kind::trip) return;
               if (v.kind == GuardrailVerdict::Kind::repair) {
-                job.outcomes.emplace(i, CallOutcome{v.message, true, CallStatus::denied});
+                job.outcomes.emplace(entry.first, CallOutcome{v.message, true, CallStatus::denied});
                 break;
               }
             }
