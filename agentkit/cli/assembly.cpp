@@ -143,38 +143,15 @@ void AgentRuntime::add_model(const AgentConfig& config, const std::string& key) 
 
 namespace {
 
-std::string names_of(const std::vector<ToolPtr>& tools) {
-  std::string out;
-  for (const auto& tool : tools) out += (out.empty() ? "" : ", ") + tool->name();
-  return out.empty() ? "none" : out;
-}
-
 // The server's tools the agent gets (include / exclude), with the approvals
-// the file asks for. A pattern that names none of them is an error: a typo
-// in `approve_if` must not leave a refund ungated.
+// the file asks for; a pattern that names none of them is an error.
 std::vector<ToolPtr> server_tools(const AgentConfig& config, const McpServerConfig& server,
                                   const std::vector<ToolPtr>& offered) {
-  const auto check = [&](const std::string& what, const std::string& pattern, const std::vector<ToolPtr>& among,
-                         const char* which) {
-    if (!filter_tools(among, {.include = {pattern}}).empty()) return;
-    throw ConfigError(config.file, server.line,
-                      "MCP server '" + server.name + "': " + what + " '" + pattern + "' names none of " + which + " (" +
-                          names_of(among) + ")");
-  };
-  for (const auto& pattern : server.filter.include) check("include", pattern, offered, "its tools");
-  std::vector<ToolPtr> tools = filter_tools(offered, server.filter);
-  for (const auto& pattern : server.requires_approval) {
-    check("requires_approval", pattern, tools, "the tools the agent gets");
+  try {
+    return providers::mcp_server_tools(server, offered);
+  } catch (const ToolDataError& e) {
+    throw ConfigError(config.file, server.line, e.problem());
   }
-  for (const auto& entry : server.approve_if) check("approve_if", entry.first, tools, "the tools the agent gets");
-  for (auto& tool : tools) {
-    if (matches_any(server.requires_approval, tool->name())) tool = with_approval(tool);
-    for (const auto& entry : server.approve_if) {
-      if (!matches_any({entry.first}, tool->name())) continue;
-      tool = with_approval(tool, entry.second.approval_rule());
-    }
-  }
-  return tools;
 }
 
 }  // namespace

@@ -14,13 +14,13 @@
 #include <agentkit/egress.h>
 #include <agentkit/providers/models.h>
 #include <agentkit/providers/rest_tool.h>
+#include <agentkit/providers/tool_data.h>
+#include <agentkit/tool_data.h>
 
 namespace agentkit::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using providers::ParamIn;
-using providers::ParamType;
 
 std::string location(const fs::path& file, int line, int column) {
   std::string out = file.string();
@@ -58,14 +58,14 @@ class Section {
   // `fallback_line` stands in for a mapping without a position (an empty one
   // written as a null value).
   Section(const fs::path& file, const YAML::Node& node, std::string name, std::vector<std::string> accepted,
-          int fallback_line = 0)
+          int fallback_line = 0, bool check_keys = true)
       : file_(file), node_(node), name_(std::move(name)), fallback_line_(fallback_line) {
     if (!node.IsMap()) throw ConfigError(file_, line_of(node), name_ + " must be a mapping, not " + shown(node));
     std::sort(accepted.begin(), accepted.end());
     for (const auto& entry : node) {
       const YAML::Node& key = entry.first;
       const std::string field = key.IsScalar() ? key.Scalar() : std::string();
-      if (!std::binary_search(accepted.begin(), accepted.end(), field)) {
+      if (check_keys && !std::binary_search(accepted.begin(), accepted.end(), field)) {
         throw ConfigError(file_, line_of(key),
                           "unknown field " + (field.empty() ? shown(key) : "'" + field + "'") + " in " + name_ +
                               "; accepted fields: " + join(accepted));
@@ -191,21 +191,6 @@ std::vector<std::string> Section::convert<std::vector<std::string>>(const std::s
   return out;
 }
 
-using StringPairs = std::vector<std::pair<std::string, std::string>>;
-
-template <>
-StringPairs Section::convert<StringPairs>(const std::string& key, const YAML::Node& value) const {
-  if (!value.IsMap()) fail(key, "must be a mapping of names to strings, not " + shown(value));
-  StringPairs out;
-  for (const auto& entry : value) {
-    if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
-      fail_at(line_of(entry.first), "'" + key + "' in " + name_ + " must map names to strings");
-    }
-    out.emplace_back(entry.first.Scalar(), entry.second.Scalar());
-  }
-  return out;
-}
-
 // A YAML value as JSON: quoted scalars stay strings; plain ones become null,
 // booleans or numbers when they read as such.
 Json to_json(const YAML::Node& node) {
@@ -240,9 +225,79 @@ E one_of(const Section& section, const std::string& key, const EnumValue<E> (&ch
   section.fail(key, "must be one of " + join(names) + ", not '" + *text + "'");
 }
 
-constexpr EnumValue<ParamType> kParamTypes[] = {
-    {ParamType::string, "string"},   {ParamType::integer, "integer"}, {ParamType::number, "number"},
-    {ParamType::boolean, "boolean"}, {ParamType::array, "array"},     {ParamType::object, "object"}};
+// How a YAML scalar of a tool entry becomes JSON: a string, unless its key
+// takes a boolean or a number (then `true`, `yes`, `10`, `2.5` read as such;
+// quoted, they stay strings), or any value (`default`, `enum`: to_json).
+enum class Typing { strings, scalar, any };
+
+Typing typing_of(const std::string& key) {
+  static const std::set<std::string> scalar = {"side_effecting",    "idempotent",    "requires_approval", "timeout_s",
+                                               "retries",           "retry_delay_s", "max_retry_delay_s", "max_redirects",
+                                               "max_response_bytes", "required"};
+  if (key == "default" || key == "enum") return Typing::any;
+  return scalar.contains(key) ? Typing::scalar : Typing::strings;
+}
+
+// A tool entry's YAML as the JSON the library reads, with the line of each
+// JSON pointer (a key's line, or a list item's) in `lines`.
+Json data_json(const YAML::Node& node, const std::string& at, std::map<std::string, int>& lines, Typing typing) {
+  if (typing == Typing::any) return to_json(node);
+  if (node.IsNull()) return nullptr;
+  if (node.IsSequence()) {
+    Json out = Json::array();
+    for (const auto& item : node) {
+      const std::string here = at + "/" + std::to_string(out.size());
+      lines[here] = line_of(item);
+      out.push_back(data_json(item, here, lines, typing));
+    }
+    return out;
+  }
+  if (node.IsMap()) {
+    Json out = Json::object();
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      // A JSON pointer escapes '~' and '/' (RFC 6901).
+      std::string token;
+      for (char c : key) token += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+      if (out.contains(key)) throw ToolDataError(at + "/" + token, "appears twice");
+      lines[at + "/" + token] = line_of(entry.first);
+      out[key] = data_json(entry.second, at + "/" + token, lines, typing_of(key));
+    }
+    return out;
+  }
+  const std::string& text = node.Scalar();
+  if (typing == Typing::strings || node.Tag() == "!") return text;
+  std::int64_t integer = 0;
+  double number = 0;
+  bool boolean = false;
+  if (YAML::convert<std::int64_t>::decode(node, integer)) return integer;
+  if (YAML::convert<double>::decode(node, number)) return number;
+  if (YAML::convert<bool>::decode(node, boolean)) return boolean;
+  return text;
+}
+
+// A ToolDataError of the entry `where` ("tools[2].rest") in the CLI's words:
+// "'type' in tools[2].rest.params[0]: must be one of ...".
+std::string described(const std::string& where, const std::string& path, const std::string& problem) {
+  std::vector<std::string> segments;
+  for (std::size_t at = 1; at <= path.size() && !path.empty();) {
+    const auto next = path.find('/', at);
+    segments.push_back(path.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) break;
+    at = next + 1;
+  }
+  const auto numeric = [](const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  };
+  std::size_t key = segments.size();
+  while (key > 0 && numeric(segments[key - 1])) --key;
+  if (key == 0) return where + ": " + problem;
+  std::string section = where;
+  for (std::size_t i = 0; i + 1 < key; ++i) section += numeric(segments[i]) ? "[" + segments[i] + "]" : "." + segments[i];
+  std::string name = segments[key - 1];
+  for (std::size_t i = key; i < segments.size(); ++i) name += "[" + segments[i] + "]";
+  return "'" + name + "' in " + section + ": " + problem;
+}
 
 // A URL must be absolute http(s), without credentials (keys come from the
 // environment, never from the file).
@@ -449,18 +504,11 @@ class Loader {
       const YAML::Node body = item.begin()->second.IsNull() ? YAML::Node(YAML::NodeType::Map) : item.begin()->second;
       const std::string name = where + "." + kind;
       const int line = entry.line();
-      if (kind == "rest") {
-        read_rest(Section(file, body, name,
-                          {"name", "description", "method", "url", "side_effecting", "idempotent", "requires_approval",
-                           "approve_if", "tags", "params", "headers", "timeout_s", "retries", "max_redirects"},
-                          line),
-                  config, names);
-      } else if (kind == "mcp") {
-        read_mcp(Section(file, body, name,
-                         {"name", "command", "args", "env", "inherit_env", "cwd", "url", "headers", "timeout_s", "include",
-                          "exclude", "requires_approval", "approve_if"},
-                         line),
-                 config);
+      if (kind == "rest" || kind == "mcp") {
+        // The keys are checked by the library's reader; Section only finds lines.
+        const Section section(file, body, name, {}, line, /*check_keys=*/false);
+        if (kind == "rest") read_rest(section, body, config, names);
+        else read_mcp(section, body, config);
       } else if (kind == "memory") {
         const Section memory(file, body, name, {"dir"}, line);
         if (config.memory) memory.fail_at(entry.line(), "only one memory tool is allowed");
@@ -492,40 +540,30 @@ class Loader {
     }
   }
 
-  static void read_rest(const Section& rest, AgentConfig& config, Names& names) {
-    providers::RestToolDefinition def;
-    def.name = rest.required<std::string>("name");
-    claim(rest, names, def.name);
-    def.description = rest.required<std::string>("description");
-    def.method = rest.get_or<std::string>("method", "GET");
-    def.url = rest.required<std::string>("url");
-    if (!rest.has("side_effecting")) {
-      rest.fail_at(rest.line(), "missing required field 'side_effecting' in " + rest.name() +
-                                    " (true if the call changes anything; a GET is not assumed read-only)");
-    }
-    def.side_effecting = rest.get<bool>("side_effecting");
-    def.idempotent = rest.get_or<bool>("idempotent", false);
-    def.requires_approval = rest.get_or<bool>("requires_approval", false);
-    if (rest.has("approve_if")) {
-      const Condition rule = read_condition(rest, "approve_if", rest.node("approve_if"));
-      def.approval_when = rule.approval_rule();
-    }
-    def.tags = rest.get_or<std::vector<std::string>>("tags", {});
-    def.headers = rest.get_or<StringPairs>("headers", {});
-    def.timeout = rest.get_or<std::chrono::milliseconds>("timeout_s", def.timeout);
-    def.retries = rest.get_or<int>("retries", 0);
-    def.max_redirects = rest.get_or<int>("max_redirects", def.max_redirects);
-    if (rest.has("params")) {
-      const YAML::Node params = rest.node("params");
-      if (!params.IsSequence()) rest.fail("params", "must be a list");
-      std::size_t index = 0;
-      for (const auto& item : params) {
-        def.params.push_back(
-            read_param(Section(rest.file(), item, rest.name() + ".params[" + std::to_string(index++) + "]",
-                               {"name", "in", "description", "type", "items", "required", "default", "enum"}),
-                       def));
+  // A `rest` or `mcp` body, read by the library's reader of that kind
+  // (<agentkit/providers/tool_data.h>): one format for YAML and JSON. Its
+  // ToolDataError names a JSON path, reported at that node's line.
+  template <class Read>
+  static auto read_data(const Section& section, const YAML::Node& body, Read read) {
+    std::map<std::string, int> lines;
+    try {
+      return read(data_json(body, "", lines, Typing::strings));
+    } catch (const ToolDataError& e) {
+      int line = section.line();
+      for (std::string at = e.path(); !at.empty(); at = at.substr(0, at.rfind('/'))) {
+        if (auto it = lines.find(at); it != lines.end() && it->second > 0) {
+          line = it->second;
+          break;
+        }
       }
+      section.fail_at(line, described(section.name(), e.path(), e.problem()));
     }
+  }
+
+  static void read_rest(const Section& rest, const YAML::Node& body, AgentConfig& config, Names& names) {
+    providers::RestToolDefinition def =
+        read_data(rest, body, [](const Json& json) { return providers::rest_from_json(json); });
+    claim(rest, names, def.name);
     try {
       config.rest_tools.push_back(std::make_shared<const providers::RestTool>(std::move(def)));
     } catch (const std::exception& e) {
@@ -533,93 +571,19 @@ class Loader {
     }
   }
 
-  static providers::RestParam read_param(const Section& p, const providers::RestToolDefinition& def) {
-    providers::RestParam param;
-    param.name = p.required<std::string>("name");
-    param.description = p.required<std::string>("description");
-    const bool in_url = def.url.find("{" + param.name + "}") != std::string::npos;
-    const bool bodyless = def.method == "GET" || def.method == "HEAD" || def.method == "DELETE";
-    param.in = one_of<ParamIn>(p, "in", {{ParamIn::path, "path"}, {ParamIn::query, "query"}, {ParamIn::body, "body"}},
-                               in_url     ? ParamIn::path
-                               : bodyless ? ParamIn::query
-                                          : ParamIn::body);
-    param.options.type = one_of<ParamType>(p, "type", kParamTypes, ParamType::string);
-    param.options.items = one_of<ParamType>(p, "items", kParamTypes, ParamType::string);
-    param.options.required = p.get_or<bool>("required", true);
-    if (p.has("default")) param.options.default_value = to_json(p.node("default"));
-    if (p.has("enum")) {
-      const Json allowed = to_json(p.node("enum"));
-      if (!allowed.is_array()) p.fail("enum", "must be a list of values");
-      param.options.allowed.assign(allowed.begin(), allowed.end());
-    }
-    return param;
-  }
-
-  static void read_mcp(const Section& mcp, AgentConfig& config) {
+  static void read_mcp(const Section& mcp, const YAML::Node& body, AgentConfig& config) {
     McpServerConfig server;
+    static_cast<providers::McpServerEntry&>(server) =
+        read_data(mcp, body, [](const Json& json) { return providers::mcp_from_json(json); });
     server.line = mcp.line();
-    server.name = mcp.required<std::string>("name");
-    if (mcp.has("command") == mcp.has("url")) {
-      mcp.fail_at(mcp.line(),
-                  mcp.name() + " needs exactly one of 'command' (a stdio server) and 'url' (Streamable HTTP)");
-    }
-    if (mcp.has("command")) {
-      if (mcp.has("headers")) mcp.fail("headers", "is for an HTTP server ('url'), not a stdio one");
-      providers::McpStdioServer stdio;
-      stdio.command = mcp.get<std::string>("command").value();
-      stdio.args = mcp.get_or<std::vector<std::string>>("args", {});
-      stdio.env = mcp.get_or<StringPairs>("env", {});
-      stdio.inherit_env = mcp.get_or<std::vector<std::string>>("inherit_env", {});
-      // The server starts in the file's directory unless `cwd` names another,
-      // so relative paths in `command` and `args` are relative to the file
-      // whatever directory agentkit runs from.
-      stdio.working_directory = relative_to(mcp.file(), mcp.get_or<std::string>("cwd", ".")).string();
-      server.stdio = std::move(stdio);
-    } else {
-      for (const std::string key : {"args", "env", "inherit_env", "cwd"}) {
-        if (mcp.has(key)) mcp.fail(key, "is for a stdio server ('command'), not an HTTP one");
-      }
-      providers::McpHttpServer http;
-      http.url = mcp.get<std::string>("url").value();
-      check_url(mcp, "url", http.url);
-      http.headers = mcp.get_or<StringPairs>("headers", {});
-      server.http = std::move(http);
-    }
-    server.timeout = mcp.get_or<std::chrono::milliseconds>("timeout_s", server.timeout);
-    server.filter.include = mcp.get_or<std::vector<std::string>>("include", {});
-    server.filter.exclude = mcp.get_or<std::vector<std::string>>("exclude", {});
-    if (mcp.has("requires_approval")) {
-      const YAML::Node value = mcp.node("requires_approval");
-      if (value.IsScalar()) {
-        if (mcp.get<bool>("requires_approval").value()) server.requires_approval = {"*"};
-      } else {
-        server.requires_approval = mcp.get<std::vector<std::string>>("requires_approval").value();
-      }
-    }
-    if (mcp.has("approve_if")) {
-      const YAML::Node rules = mcp.node("approve_if");
-      if (!rules.IsMap()) mcp.fail("approve_if", "must map tool names (or patterns) to rules, not " + shown(rules));
-      for (const auto& entry : rules) {
-        const std::string pattern = entry.first.Scalar();
-        server.approve_if.emplace_back(pattern, read_condition(mcp, "approve_if." + pattern, entry.second));
-      }
+    // The server starts in the file's directory unless `cwd` names another,
+    // so relative paths in `command` and `args` are relative to the file
+    // whatever directory agentkit runs from.
+    if (server.stdio) {
+      const std::string cwd = server.stdio->working_directory.empty() ? "." : server.stdio->working_directory;
+      server.stdio->working_directory = relative_to(mcp.file(), cwd).string();
     }
     config.mcp.push_back(std::move(server));
-  }
-
-  // An approval rule, parsed now: a syntax error is reported at its line,
-  // with the column inside the rule.
-  static Condition read_condition(const Section& section, const std::string& key, const YAML::Node& value) {
-    if (!value.IsScalar()) {
-      section.fail_at(line_of(value), "'" + key + "' in " + section.name() + " must be a rule (a string), not " + shown(value));
-    }
-    try {
-      return Condition::parse(value.Scalar());
-    } catch (const ConditionSyntaxError& e) {
-      std::string problem = e.what();  // "approve_if: at column 13: ..."
-      if (problem.starts_with("approve_if: ")) problem.erase(0, 12);
-      section.fail_at(line_of(value), "'" + key + "' in " + section.name() + ": " + problem);
-    }
   }
 
   void read_sub_agent(const Section& entry, AgentConfig& config, Names& names) {

@@ -38,6 +38,17 @@
 //     - skills: {dir: ./skills}        # SKILL.md folders: listed in the prompt, load_skill tool
 //     - agent: {file: researcher.yaml, name: research, description: ..., side_effecting: false}  # required
 //
+// The `rest` and `mcp` entries are the library's tool data format
+// (<agentkit/providers/tool_data.h>; the same entries load from JSON into a
+// ToolCatalog) written as YAML: a scalar is a string unless its key takes a
+// boolean or a number (side_effecting, idempotent, requires_approval,
+// timeout_s, retries, retry_delay_s, max_retry_delay_s, max_redirects,
+// max_response_bytes, required), and `default` and `enum` take any value.
+// REST entries also take retry_delay_s, max_retry_delay_s and
+// max_response_bytes. The library's errors name a JSON path; they are
+// reported at that node's line ("agent.yaml:16: 'type' in
+// tools[0].rest.params[1]: must be one of string, ...").
+//
 // Parameters (`params` entries): name, description (required); `in`: path,
 // query or body (default: path when the URL names it, else query for GET,
 // HEAD and DELETE and body otherwise); `type`: string (default), integer,
@@ -97,6 +108,7 @@
 #include <agentkit/condition.h>
 #include <agentkit/context.h>
 #include <agentkit/providers/mcp.h>
+#include <agentkit/providers/tool_data.h>
 #include <agentkit/registry.h>
 #include <agentkit/skills.h>
 #include <agentkit/tool.h>
@@ -121,15 +133,9 @@ class ConfigError : public Error {
   int column_;
 };
 
-// One `mcp` entry: exactly one of stdio and http is set.
-struct McpServerConfig {
-  std::string name;
-  std::optional<providers::McpStdioServer> stdio;
-  std::optional<providers::McpHttpServer> http;
-  std::chrono::milliseconds timeout{60'000};
-  ToolFilter filter;                           // include / exclude
-  std::vector<std::string> requires_approval;  // patterns: every call of those tools waits
-  std::vector<std::pair<std::string, Condition>> approve_if;  // pattern, rule
+// One `mcp` entry, as the library reads it (<agentkit/providers/tool_data.h>),
+// with the stdio server's directory made absolute, and its line.
+struct McpServerConfig : providers::McpServerEntry {
   int line = 0;
 };
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <agentkit/condition.h>
 #include <agentkit/context.h>
 #include <agentkit/egress.h>
 #include <agentkit/errors.h>
@@ -424,6 +425,13 @@ RestTool::RestTool(RestToolDefinition definition) : def_(std::move(definition)) 
   }
   check_placeholders(tmpl, def_.params, refuse);
   check_headers(def_.headers, refuse);
+  if (!def_.approve_if.empty() && !def_.approval_when) {
+    try {
+      def_.approval_when = Condition::parse(def_.approve_if).approval_rule();
+    } catch (const ConditionSyntaxError& e) {
+      refuse(e.what());
+    }
+  }
 
   Schema parameters = Schema::object();
   parameters["type"] = "object";

@@ -181,7 +181,7 @@ TEST_CASE("an MCP server's include, exclude, requires_approval and approve_if", 
     const auto file = dir.write("a.yaml", agent_yaml(model, mcp_shop("      approve_if: [refund]\n")));
     const Outcome r = run_cli(dir, {"validate", file.string()});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("a.yaml:11: 'approve_if' in tools[0].mcp must map tool names"));
+    CHECK_THAT(r.err, Catch::Contains("a.yaml:11: 'approve_if' in tools[0].mcp: must map tool names"));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include <agentkit/agent.h>
+#include <agentkit/agent_data.h>
 #include <agentkit/agent_guardrails.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/context.h>
@@ -21,10 +22,12 @@
 #include <agentkit/providers/mcp.h>
 #include <agentkit/providers/models.h>
 #include <agentkit/providers/rest_tool.h>
+#include <agentkit/providers/tool_data.h>
 #include <agentkit/providers/tool_format.h>
 #include <agentkit/state/memory_tool.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
+#include <agentkit/tool_data.h>
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 

@@ -113,6 +113,11 @@ struct RestToolDefinition {
   bool idempotent = false;
   bool requires_approval = false;
   ApprovalPredicate approval_when;  // set: calls need a decision when it says so
+  // The same as a rule's source text (see <agentkit/condition.h>), so the
+  // definition can be saved as data: when approval_when is unset the
+  // constructor parses it into approval_when (ToolDefinitionError when it
+  // does not parse). A rule given only as a C++ function cannot be saved.
+  std::string approve_if;
   std::vector<std::string> tags;
   std::string method = "GET";
   std::string url;  // template: `{param}` placeholders after the host
