@@ -73,7 +73,8 @@ TEST_CASE("YAML tool entries give the tools a catalog loads from the same entrie
   const Outcome r = run_cli(dir, {"run", file.string(), "Hi", "--store", dir.store()});
   REQUIRE(r.exit_code == 0);
   std::map<std::string, Json> offered;
-  for (const Json& t : Json::parse(model.requests().at(0).body).at("tools")) offered[t["function"]["name"]] = t;
+  const Json body = Json::parse(model.requests().at(0).body);
+  for (const Json& t : body.at("tools")) offered[t["function"]["name"].get<std::string>()] = t;
   CHECK(offered == expected);
 }
 
