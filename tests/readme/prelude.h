@@ -16,6 +16,7 @@
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
 #include <agentkit/registry.h>
+#include <agentkit/replay.h>
 #include <agentkit/session.h>
 #include <agentkit/skills.h>
 #include <agentkit/providers/mcp.h>
@@ -26,6 +27,7 @@
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
 #include <agentkit/testing/fake_llm.h>
+#include <agentkit/testing/replay.h>
 #include <agentkit/testing/test_context.h>
 
 namespace readme {
