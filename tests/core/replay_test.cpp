@@ -122,7 +122,7 @@ TEST_CASE("a recorded FakeLLM run replays offline: same answer, reads run again,
   Cassette::load(path).save(*store, "cassettes/lisbon");
   Counts m;
   Agent agent("atlas", "fake", "You answer questions about cities.", react({lookup(m), refund(m), upsert(m)}));
-  auto ctx = make_test_ctx();
+  auto ctx = make_test_ctx({.executor = std::make_shared<agentkit::ThreadPoolExecutor>(3)});
   auto replayer = agentkit::testing::replay(ctx, Cassette::load(*store, "cassettes/lisbon"));
   auto result = agent.run("How big is Lisbon? Also refund A-1.", ctx);
   CHECK(result.stop_reason == StopReason::answered);
@@ -400,4 +400,26 @@ TEST_CASE("fork continues a recorded run from a step with another tool result an
   CHECK_THAT(text, Catch::Contains("run1 call 1/c1 result /0/value: a 545000, b 9"));
   CHECK(agentkit::diff(original, original).empty());
   CHECK(agentkit::render({}) == "no differences\n");
+}
+
+TEST_CASE("a model call that failed is recorded and fails the replay the same way", "[replay]") {
+  Counts n;
+  Agent agent("atlas", "fake", "You answer questions about cities.", react({lookup(n)}));
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.throws = "provider fell over"}})});
+  Recorder recorder;
+  recorder.attach(ctx);
+  auto recorded = agent.run("How big is Lisbon?", ctx);
+  REQUIRE(recorded.stop_reason == StopReason::failed);
+  const Cassette cassette = recorder.cassette();
+  REQUIRE(cassette.model_steps.size() == 1);
+  CHECK(cassette.model_steps[0].response.is_null());
+  CHECK(cassette.model_steps[0].error["message"] == "provider fell over");
+
+  auto replay_ctx = make_test_ctx();
+  agentkit::testing::replay(replay_ctx, Cassette::from_json(cassette.to_json()));
+  auto replayed = agent.run("How big is Lisbon?", replay_ctx);
+  CHECK(replayed.stop_reason == StopReason::failed);
+  REQUIRE(replayed.failure);
+  CHECK(replayed.failure->code == recorded.failure->code);
+  CHECK_THAT(replayed.failure->message, Catch::Contains("provider fell over"));
 }
