@@ -407,10 +407,18 @@ int show_command(const ShowArgs& args) {
   });
 }
 
-int diff_command(const fs::path& a, const fs::path& b) {
+int diff_command(const fs::path& a, const fs::path& b, const std::optional<fs::path>& html) {
   return guarded([&] {
     const auto differences = diff(Cassette::load(a.string()), Cassette::load(b.string()));
-    std::cout << render(differences);
+    if (!html) {
+      std::cout << render(differences);
+    } else if (*html == "-") {
+      std::cout << diff_html(differences, a.string(), b.string());
+    } else {
+      std::ofstream out(*html, std::ios::binary | std::ios::trunc);
+      out << diff_html(differences, a.string(), b.string());
+      if (!out.flush()) throw Error(ErrorCode::unavailable, "cannot write " + html->string());
+    }
     return static_cast<int>(differences.empty() ? Exit::answered : Exit::failed);
   });
 }

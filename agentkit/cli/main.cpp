@@ -31,7 +31,7 @@ Usage:
   agentkit validate AGENT.yaml
   agentkit runs [--status STATUS] [--json] [--store PATH]
   agentkit show RUN_ID [--json | --html FILE] [--store PATH]
-  agentkit diff A.json B.json
+  agentkit diff A.json B.json [--html FILE]
   agentkit COMMAND --help | agentkit --version
 
 Commands:
@@ -62,7 +62,8 @@ Commands:
             read is reported on stderr, the rest shown, and the exit code is 12.
   diff      Two recorded runs (cassettes, see Recorder) step by step: one
             line per model step or tool call that differs, with the first
-            difference. Exit 0: the same; 1: they differ; 12: not a cassette.
+            difference (--html FILE: as a page). Exit 0: the same; 1: they
+            differ; 12: not a cassette.
 
 Options of runs and show: --store PATH, --json (runs: one object per line;
 show: one document).
@@ -218,6 +219,8 @@ int main(int argc, char** argv) {
   CLI::App* diff = app.add_subcommand("diff", "Compare two recorded runs (cassettes) step by step");
   diff->add_option("A.json", diff_a, "The first cassette")->required();
   diff->add_option("B.json", diff_b, "The second cassette")->required();
+  std::string diff_html_file;
+  diff->add_option("--html", diff_html_file, "Write the differences as an HTML page to this file ('-': stdout)");
 
   const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff};
   for (CLI::App* command : commands) command->allow_extras();
@@ -281,6 +284,8 @@ int main(int argc, char** argv) {
     if (!show_html.empty()) show_args.html = show_html;
     return show_command(show_args);
   }
-  if (diff->parsed()) return diff_command(diff_a, diff_b);
+  if (diff->parsed()) {
+    return diff_command(diff_a, diff_b, diff_html_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(diff_html_file));
+  }
   return validate_command(validate_file);
 }

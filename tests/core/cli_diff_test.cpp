@@ -53,6 +53,17 @@ TEST_CASE("agentkit diff prints each differing step and exits 1, 0 for the same 
   CHECK(same.exit_code == 0);
   CHECK(same.out == "no differences\n");
 
+  // As a page: every value escaped, no script.
+  const std::string c = (dir.path / "c.json").string();
+  record("<script>alert(1)</script>").save(c);
+  const std::string page = (dir.path / "diff.html").string();
+  const Outcome html = run_cli(dir, {"diff", a, c, "--html", page});
+  CHECK(html.exit_code == 1);
+  const std::string text = agentkit_test::read_file(page);
+  CHECK_THAT(text, Catch::Contains("<table id=\"ak-diff\">") && Catch::Contains("run1#2") &&
+                       Catch::Contains("&lt;script&gt;alert(1)&lt;/script&gt;") && Catch::Contains("1 differences"));
+  CHECK(text.find("<script") == std::string::npos);
+
   const std::string garbled = dir.write("garbled.json", "{\"format\": \"agentkit-cassette\", \"version\": 1, \"model_steps\": 7}").string();
   const Outcome bad = run_cli(dir, {"diff", a, garbled});
   CHECK(bad.exit_code == 12);

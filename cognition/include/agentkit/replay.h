@@ -175,8 +175,12 @@ struct ReplayOptions {
 // answers each request with the recorded response once the request matches
 // the recorded one (ReplayMismatch otherwise), and ctx.invoker to the replay
 // layer followed by `chain`. Tool calls follow their replay class: read_only
-// ones run (through `chain`), the others get their recorded result; an
-// injected call with no recorded result is an error result, never a run. A
+// ones run (through `chain`), the others get their recorded result (the last
+// one that is not awaiting_approval); an injected call with no recorded
+// result is an error result naming it, never a run (unless the replay has
+// gone past the cassette into ReplayOptions::after). Runs are matched by
+// replay key, not run id: top-level runs in order ("run1", "run2"), a
+// sub-run under its parent's call. A
 // call that needs approval and has none goes to the chain's gate, which
 // answers awaiting_approval: a replay never makes a decision up.
 //
