@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <agentkit/agent.h>
+#include <agentkit/replay.h>
 #include <agentkit/state/keys.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
@@ -403,6 +404,22 @@ int show_command(const ShowArgs& args) {
     }
     std::cout.flush();
     return static_cast<int>(view->problems.empty() ? Exit::answered : Exit::state);
+  });
+}
+
+int diff_command(const fs::path& a, const fs::path& b, const std::optional<fs::path>& html) {
+  return guarded([&] {
+    const auto differences = diff(Cassette::load(a.string()), Cassette::load(b.string()));
+    if (!html) {
+      std::cout << render(differences);
+    } else if (*html == "-") {
+      std::cout << diff_html(differences, a.string(), b.string());
+    } else {
+      std::ofstream out(*html, std::ios::binary | std::ios::trunc);
+      out << diff_html(differences, a.string(), b.string());
+      if (!out.flush()) throw Error(ErrorCode::unavailable, "cannot write " + html->string());
+    }
+    return static_cast<int>(differences.empty() ? Exit::answered : Exit::failed);
   });
 }
 

@@ -69,6 +69,14 @@ int runs_command(const RunsArgs& args);
 // are left out with a warning on stderr, and the exit code is Exit::state.
 int show_command(const ShowArgs& args);
 
+// `agentkit diff A.json B.json [--html FILE]`: two cassettes
+// (<agentkit/replay.h>) compared step by step, one line per difference (or
+// an HTML page written to `html`, "-": stdout). Exit 0 when they are the
+// same, 1 (Exit::failed) when they differ; a file that is not a cassette is
+// data_loss (Exit::state).
+int diff_command(const std::filesystem::path& a, const std::filesystem::path& b,
+                 const std::optional<std::filesystem::path>& html = std::nullopt);
+
 // `agentkit validate AGENT.yaml`: loads and checks the definition and its
 // sub-agents without starting anything.
 int validate_command(const std::filesystem::path& agent_file);

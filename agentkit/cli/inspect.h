@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <agentkit/json.h>
+#include <agentkit/replay.h>
 
 #include "run_view.h"
 
@@ -53,5 +54,10 @@ Json view_json(const RunView& view);
 // script run. Its script marks #ak-status with data-state="ok" when it ran,
 // and writes any script error into #ak-errors.
 std::string view_html(const RunView& view);
+
+// Two cassettes' differences (agentkit::diff) as one self-contained HTML
+// page: a table of step, what differs, the JSON path and both values, every
+// string escaped, no script. `a` and `b` name the two files in its header.
+std::string diff_html(const std::vector<StepDifference>& differences, const std::string& a, const std::string& b);
 
 }  // namespace agentkit::cli

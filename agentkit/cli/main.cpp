@@ -31,6 +31,7 @@ Usage:
   agentkit validate AGENT.yaml
   agentkit runs [--status STATUS] [--json] [--store PATH]
   agentkit show RUN_ID [--json | --html FILE] [--store PATH]
+  agentkit diff A.json B.json [--html FILE]
   agentkit COMMAND --help | agentkit --version
 
 Commands:
@@ -59,6 +60,10 @@ Commands:
             with images, approvals) that opens in any browser, offline.
             Unknown RUN_ID: exit 11. A run, span or sub-run that cannot be
             read is reported on stderr, the rest shown, and the exit code is 12.
+  diff      Two recorded runs (cassettes, see Recorder) step by step: one
+            line per model step or tool call that differs, with the first
+            difference (--html FILE: as a page). Exit 0: the same; 1: they
+            differ; 12: not a cassette.
 
 Options of runs and show: --store PATH, --json (runs: one object per line;
 show: one document).
@@ -210,7 +215,14 @@ int main(int argc, char** argv) {
       ->excludes(show_json);
   show->add_option("--store", show_store, "The state database (default $AGENTKIT_HOME/state.db)");
 
-  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show};
+  std::string diff_a, diff_b;
+  CLI::App* diff = app.add_subcommand("diff", "Compare two recorded runs (cassettes) step by step");
+  diff->add_option("A.json", diff_a, "The first cassette")->required();
+  diff->add_option("B.json", diff_b, "The second cassette")->required();
+  std::string diff_html_file;
+  diff->add_option("--html", diff_html_file, "Write the differences as an HTML page to this file ('-': stdout)");
+
+  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff};
   for (CLI::App* command : commands) command->allow_extras();
   if (argc == 2 && std::string_view(argv[1]) == "help") {
     std::cout << app.help();
@@ -271,6 +283,9 @@ int main(int argc, char** argv) {
     if (!show_store.empty()) show_args.store = show_store;
     if (!show_html.empty()) show_args.html = show_html;
     return show_command(show_args);
+  }
+  if (diff->parsed()) {
+    return diff_command(diff_a, diff_b, diff_html_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(diff_html_file));
   }
   return validate_command(validate_file);
 }

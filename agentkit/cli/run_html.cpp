@@ -627,4 +627,21 @@ class Page {
 
 std::string view_html(const RunView& view) { return Page(view).render(); }
 
+std::string diff_html(const std::vector<StepDifference>& differences, const std::string& a, const std::string& b) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+         "base-uri 'none'; form-action 'none'\">\n";
+  out += "<title>agentkit diff</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n<main>\n";
+  out += "<h1>Diff</h1>\n<div class=\"badges\"><span>a <b class=\"mono\">" + escape(a) +
+         "</b></span><span>b <b class=\"mono\">" + escape(b) + "</b></span><span id=\"ak-diff-count\">" +
+         std::to_string(differences.size()) + " differences</span></div>\n";
+  out += "<table id=\"ak-diff\">\n<tr><th>step</th><th>what</th><th>path</th><th>a</th><th>b</th></tr>\n";
+  for (const StepDifference& d : differences) {
+    out += "<tr><td class=\"mono\">" + escape(d.where) + "</td><td>" + escape(d.what) + "</td><td class=\"mono\">" +
+           escape(d.path) + "</td><td><pre>" + escape(d.a) + "</pre></td><td><pre>" + escape(d.b) + "</pre></td></tr>\n";
+  }
+  out += "</table>\n</main>\n</body>\n</html>\n";
+  return out;
+}
+
 }  // namespace agentkit::cli

@@ -17,6 +17,7 @@
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
 #include <agentkit/registry.h>
+#include <agentkit/replay.h>
 #include <agentkit/session.h>
 #include <agentkit/skills.h>
 #include <agentkit/providers/mcp.h>
@@ -29,6 +30,7 @@
 #include <agentkit/state/store.h>
 #include <agentkit/tool_data.h>
 #include <agentkit/testing/fake_llm.h>
+#include <agentkit/testing/replay.h>
 #include <agentkit/testing/test_context.h>
 
 namespace readme {
