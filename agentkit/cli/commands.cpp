@@ -17,7 +17,11 @@
 #include <random>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include <agentkit/agent.h>
+#include <agentkit/description.h>
+#include <agentkit/providers/mcp_server.h>
 #include <agentkit/state/keys.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
@@ -301,6 +305,33 @@ int run_command(const RunArgs& args) {
     const std::string session = args.session.empty() ? config.session : args.session;
     ui.started(run_id, config.name, false);
     return driver.finish(runtime->agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
+  });
+}
+
+int serve_command(const ServeArgs& args) {
+  return guarded([&] {
+    const AgentConfig config = load_agent_config(args.agent_file);
+    for (const auto& warning : config.warnings) std::cerr << "agentkit: " << warning << "\n";
+    auto store = open_store({.store = args.store});
+    const auto runtime = start_runtime(config);
+    ToolRegistry tools = runtime->agent().cognition().tools();
+    bool side_effecting = false;
+    for (const auto& tool : tools.tools()) side_effecting = side_effecting || tool->side_effecting();
+    if (tools.contains(config.name)) {
+      spdlog::warn("the agent is not served as a tool: a tool is already called '{}'", config.name);
+    } else {
+      std::string description = config.description;
+      if (description.size() < kMinDescriptionChars) {
+        description = "Run the agent '" + config.name + "' on a task and return its answer.";
+      }
+      tools.add(as_tool(std::make_shared<const Agent>(runtime->agent()),
+                        {.name = config.name, .description = description, .side_effecting = side_effecting}));
+    }
+    providers::McpServer server(std::move(tools), runtime->context(store),
+                                {.name = config.name, .version = AGENTKIT_VERSION, .logger = spdlog::default_logger()});
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write ends the session at EOF, not the process
+    providers::serve_stdio(server);
+    return static_cast<int>(Exit::answered);
   });
 }
 

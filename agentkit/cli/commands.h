@@ -69,6 +69,19 @@ int runs_command(const RunsArgs& args);
 // are left out with a warning on stderr, and the exit code is Exit::state.
 int show_command(const ShowArgs& args);
 
+struct ServeArgs {
+  std::filesystem::path agent_file;
+  std::optional<std::filesystem::path> store;  // default $AGENTKIT_HOME/state.db
+};
+
+// `agentkit serve AGENT.yaml --stdio`: serves the agent's tools, and the
+// agent itself as a tool named after it ({"task": string}), to one MCP
+// client over newline-delimited JSON-RPC on stdin/stdout (logs on stderr),
+// until stdin ends. Calls run through the definition's context (autonomy,
+// budget, egress, store); one needing approval is put to the client's user
+// by elicitation, or refused when the client cannot ask.
+int serve_command(const ServeArgs& args);
+
 // `agentkit validate AGENT.yaml`: loads and checks the definition and its
 // sub-agents without starting anything.
 int validate_command(const std::filesystem::path& agent_file);

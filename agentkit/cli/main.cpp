@@ -29,6 +29,7 @@ Usage:
   agentkit resume RUN_ID [AGENT.yaml] [--approve all|ID]... [--reject ID[:reason]]...
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
+  agentkit serve AGENT.yaml [--stdio] [--store PATH]
   agentkit runs [--status STATUS] [--json] [--store PATH]
   agentkit show RUN_ID [--json | --html FILE] [--store PATH]
   agentkit COMMAND --help | agentkit --version
@@ -46,6 +47,13 @@ Commands:
             mid-step is recovered from its last checkpoint). The definition
             defaults to the file the run was started from.
   validate  Check a definition and its sub-agents without running anything.
+  serve     Serve the agent's tools, and the agent itself as a tool named
+            after it ({"task": string}), to an MCP client (protocol
+            2025-11-25) over stdin/stdout: newline-delimited JSON-RPC on
+            stdout only, logs on stderr, until stdin ends. Calls follow the
+            definition (autonomy, budget, egress); one that needs approval
+            is put to the client's user (MCP elicitation) or, when the
+            client cannot ask, refused with a tool error.
   runs      List the stored runs, newest first: id, agent, status, start,
             steps, tokens (in/out), cost, calls awaiting approval. STATUS is
             answered, suspended, failed, cancelled, max_iterations,
@@ -210,7 +218,15 @@ int main(int argc, char** argv) {
       ->excludes(show_json);
   show->add_option("--store", show_store, "The state database (default $AGENTKIT_HOME/state.db)");
 
-  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show};
+  ServeArgs serve_args;
+  std::string serve_store;
+  bool serve_stdio = true;
+  CLI::App* serve = app.add_subcommand("serve", "Serve the agent and its tools over MCP (stdio)");
+  serve->add_option("AGENT.yaml", serve_args.agent_file, "The agent's definition")->required();
+  serve->add_flag("--stdio", serve_stdio, "Newline-delimited JSON-RPC on stdin/stdout (the default)");
+  serve->add_option("--store", serve_store, "The state database (default $AGENTKIT_HOME/state.db)");
+
+  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, serve};
   for (CLI::App* command : commands) command->allow_extras();
   if (argc == 2 && std::string_view(argv[1]) == "help") {
     std::cout << app.help();
@@ -271,6 +287,10 @@ int main(int argc, char** argv) {
     if (!show_store.empty()) show_args.store = show_store;
     if (!show_html.empty()) show_args.html = show_html;
     return show_command(show_args);
+  }
+  if (serve->parsed()) {
+    if (!serve_store.empty()) serve_args.store = serve_store;
+    return serve_command(serve_args);
   }
   return validate_command(validate_file);
 }
