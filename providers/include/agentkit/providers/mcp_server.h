@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <spdlog/fwd.h>
 
@@ -144,5 +145,69 @@ struct McpStdioServeOptions {
 // fails), then closes the session (cancelling calls in flight). Blocks the
 // calling thread.
 void serve_stdio(McpServer& server, McpStdioServeOptions options = {});
+
+// How an McpHttpListener listens and whom it lets in. The defaults are the
+// safe ones: loopback only, browser pages from loopback origins only.
+struct McpHttpListenerOptions {
+  // Where to listen. A host that is not loopback (127.0.0.0/8, ::1,
+  // localhost) needs a bearer_token: the constructor refuses it otherwise.
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: the system picks one (see port())
+  std::string path = "/mcp";  // the MCP endpoint
+  // Set: every request must carry "Authorization: Bearer <token>" (compared
+  // in constant time; never logged); others get 401 with WWW-Authenticate.
+  std::string bearer_token;
+  // A request whose Origin header is neither a loopback origin nor one of
+  // these (exactly, e.g. "https://app.example.com") gets 403 (DNS
+  // rebinding). Requests without Origin (not from a browser) pass.
+  std::vector<std::string> allowed_origins;
+  std::size_t max_body_bytes = 4u << 20;  // a bigger POST gets 413
+  std::size_t max_sessions = 64;          // initialize beyond it gets 503
+  int max_connections = 64;
+};
+
+// MCP's Streamable HTTP transport for an McpServer: one endpoint where POST
+// carries a client message (a request is answered on an SSE stream that
+// also carries its progress and any elicitation/create the call needs;
+// notifications and responses get 202), GET opens the session's standalone
+// SSE stream (list_changed, and server requests when no POST stream is
+// open), DELETE ends the session. initialize assigns Mcp-Session-Id; every
+// later request must carry it (400 without, 404 for an unknown or ended
+// session). An MCP-Protocol-Version header naming a revision the server
+// does not speak gets 400. Batches (JSON arrays) get 400: 2025-11-25 has
+// none. A client that drops a POST stream does not cancel its call (the
+// spec's rule: only notifications/cancelled does); the answer is dropped.
+//
+// Example:
+//   McpHttpListener http(server, {.port = 8931});
+//   http.listen();
+//   http.run_in_thread();     // or http.poll() from the host's loop
+//   // clients connect to http://127.0.0.1:8931/mcp
+class McpHttpListener {
+ public:
+  // Throws agentkit::Error (invalid_argument) for a non-loopback host
+  // without a bearer token.
+  McpHttpListener(McpServer& server, McpHttpListenerOptions options = {});
+  ~McpHttpListener();  // stop(), then closes every session
+  McpHttpListener(const McpHttpListener&) = delete;
+  McpHttpListener& operator=(const McpHttpListener&) = delete;
+
+  // Binds; throws agentkit::Error (unavailable) when it cannot.
+  void listen();
+  int port() const;
+  // "http://127.0.0.1:<port>/mcp".
+  std::string url() const;
+  // Advances the server without blocking (and, with deliver_on_poll, hands
+  // out every session's waiting messages). Returns whether anything happened.
+  bool poll();
+  // Serves on a thread of its own until stop().
+  void run_in_thread();
+  void stop();
+
+ private:
+  struct Session;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace agentkit::providers
