@@ -329,8 +329,28 @@ int serve_command(const ServeArgs& args) {
     }
     providers::McpServer server(std::move(tools), runtime->context(store),
                                 {.name = config.name, .version = AGENTKIT_VERSION, .logger = spdlog::default_logger()});
-    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write ends the session at EOF, not the process
-    providers::serve_stdio(server);
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write ends its session, not the process
+    if (args.http.empty()) {
+      providers::serve_stdio(server);
+      return static_cast<int>(Exit::answered);
+    }
+    providers::McpHttpListenerOptions options;
+    const auto colon = args.http.rfind(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no port");
+      options.host = args.http.substr(0, colon);
+      options.port = std::stoi(args.http.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw UsageError("--http wants HOST:PORT, e.g. 127.0.0.1:8931, not '" + args.http + "'");
+    }
+    if (options.host.size() > 2 && options.host.front() == '[') options.host = options.host.substr(1, options.host.size() - 2);
+    if (const char* token = std::getenv("AGENTKIT_MCP_TOKEN"); token && *token) options.bearer_token = token;
+    providers::McpHttpListener http(server, std::move(options));
+    http.listen();
+    std::cerr << "agentkit: serving MCP on " << http.url() << "\n";
+    while (!g_interrupted) {
+      if (!http.poll()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     return static_cast<int>(Exit::answered);
   });
 }

@@ -29,7 +29,7 @@ Usage:
   agentkit resume RUN_ID [AGENT.yaml] [--approve all|ID]... [--reject ID[:reason]]...
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
-  agentkit serve AGENT.yaml [--stdio] [--store PATH]
+  agentkit serve AGENT.yaml [--stdio | --http 127.0.0.1:PORT] [--store PATH]
   agentkit runs [--status STATUS] [--json] [--store PATH]
   agentkit show RUN_ID [--json | --html FILE] [--store PATH]
   agentkit COMMAND --help | agentkit --version
@@ -50,7 +50,10 @@ Commands:
   serve     Serve the agent's tools, and the agent itself as a tool named
             after it ({"task": string}), to an MCP client (protocol
             2025-11-25) over stdin/stdout: newline-delimited JSON-RPC on
-            stdout only, logs on stderr, until stdin ends. Calls follow the
+            stdout only, logs on stderr, until stdin ends. --http serves
+            Streamable HTTP at http://HOST:PORT/mcp until Ctrl-C (loopback
+            only unless AGENTKIT_MCP_TOKEN holds a bearer token clients must
+            send; browser pages from other origins get 403). Calls follow the
             definition (autonomy, budget, egress); one that needs approval
             is put to the client's user (MCP elicitation) or, when the
             client cannot ask, refused with a tool error.
@@ -221,9 +224,10 @@ int main(int argc, char** argv) {
   ServeArgs serve_args;
   std::string serve_store;
   bool serve_stdio = true;
-  CLI::App* serve = app.add_subcommand("serve", "Serve the agent and its tools over MCP (stdio)");
+  CLI::App* serve = app.add_subcommand("serve", "Serve the agent and its tools over MCP (stdio or HTTP)");
   serve->add_option("AGENT.yaml", serve_args.agent_file, "The agent's definition")->required();
-  serve->add_flag("--stdio", serve_stdio, "Newline-delimited JSON-RPC on stdin/stdout (the default)");
+  auto* serve_stdio_flag = serve->add_flag("--stdio", serve_stdio, "Newline-delimited JSON-RPC on stdin/stdout (the default)");
+  serve->add_option("--http", serve_args.http, "Streamable HTTP on HOST:PORT (endpoint /mcp)")->excludes(serve_stdio_flag);
   serve->add_option("--store", serve_store, "The state database (default $AGENTKIT_HOME/state.db)");
 
   const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, serve};
