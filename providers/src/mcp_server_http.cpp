@@ -1,7 +1,9 @@
 // The Streamable HTTP binding of McpServer: POST/GET/DELETE on one
 // endpoint, sessions by Mcp-Session-Id, answers as SSE streams.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
@@ -72,9 +74,19 @@ struct McpHttpListener::Session {
   std::map<std::string, std::shared_ptr<HttpResponder>> requests;  // request id (dumped) -> its POST stream
   std::map<std::string, std::string> progress;                     // progress token (dumped) -> request id
   std::shared_ptr<HttpResponder> standalone;                        // the GET stream
+  std::atomic<std::int64_t> last_used{0};                           // steady clock ticks of its last request
 
   void route(const Json& message);
+  // Nothing in flight and no stream open: safe to end when room is needed.
+  bool idle() {
+    std::lock_guard lock(mutex);
+    return requests.empty() && !(standalone && standalone->open()) && mcp->calls_in_flight() == 0;
+  }
 };
+
+namespace {
+std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+}  // namespace
 
 void McpHttpListener::Session::route(const Json& message) {
   const std::string data = message.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -138,6 +150,7 @@ std::shared_ptr<McpHttpListener::Session> McpHttpListener::Impl::session_of(cons
     responder.respond(404, kJson, rpc_error(-32001, "Session not found").dump());
     return nullptr;
   }
+  it->second->last_used = now_ticks();
   return it->second;
 }
 
@@ -213,11 +226,22 @@ void McpHttpListener::Impl::post(const detail::HttpRequest& request, const std::
     session->mcp = server.open_session([weak](const Json& m) {
       if (auto s = weak.lock()) s->route(m);
     });
-    std::lock_guard lock(mutex);
-    if (sessions.size() >= options.max_sessions) {
-      return responder->respond(503, kJson, rpc_error(-32603, "too many sessions").dump());
+    session->last_used = now_ticks();
+    std::shared_ptr<Session> evicted;
+    {
+      std::lock_guard lock(mutex);
+      if (sessions.size() >= options.max_sessions) {
+        // Clients that never DELETE must not lock others out: the least
+        // recently used idle session makes room.
+        for (auto& entry : sessions) {
+          if (entry.second->idle() && (!evicted || entry.second->last_used < evicted->last_used)) evicted = entry.second;
+        }
+        if (!evicted) return responder->respond(503, kJson, rpc_error(-32603, "too many sessions").dump());
+        sessions.erase(evicted->id);
+      }
+      sessions.emplace(session->id, session);
     }
-    sessions.emplace(session->id, session);
+    if (evicted) evicted->mcp->close();
   } else if (!(session = session_of(request, *responder))) {
     return;
   }

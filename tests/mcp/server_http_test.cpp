@@ -172,6 +172,26 @@ TEST_CASE("mcp server over HTTP: sessions, Origin, protocol version and sizes ar
   http.stop();
 }
 
+TEST_CASE("mcp server over HTTP: at the session limit the least recently used idle session makes room") {
+  std::atomic<int> payments{0};
+  McpServer server(tools(payments), RunContext{});
+  McpHttpListenerOptions options;
+  options.max_sessions = 2;
+  McpHttpListener http(server, options);
+  http.listen();
+  http.run_in_thread();
+  const std::string ping = R"({"jsonrpc":"2.0","id":2,"method":"ping"})";
+  const std::string first = session_of(raw(http.port(), "POST", {}, kInit));
+  const std::string second = session_of(raw(http.port(), "POST", {}, kInit));
+  CHECK(raw(http.port(), "POST", {"Mcp-Session-Id: " + first}, ping).status == 200);  // second is now the oldest
+  const std::string third = session_of(raw(http.port(), "POST", {}, kInit));
+  CHECK_FALSE(third.empty());
+  CHECK(raw(http.port(), "POST", {"Mcp-Session-Id: " + second}, ping).status == 404);
+  CHECK(raw(http.port(), "POST", {"Mcp-Session-Id: " + first}, ping).status == 200);
+  CHECK(raw(http.port(), "POST", {"Mcp-Session-Id: " + third}, ping).status == 200);
+  http.stop();
+}
+
 TEST_CASE("mcp server over HTTP: a bearer token is required when set, and a remote bind needs one") {
   std::atomic<int> payments{0};
   McpServer server(tools(payments), RunContext{});

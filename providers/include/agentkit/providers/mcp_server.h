@@ -162,7 +162,9 @@ struct McpHttpListenerOptions {
   // rebinding). Requests without Origin (not from a browser) pass.
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 4u << 20;  // a bigger POST gets 413
-  std::size_t max_sessions = 64;          // initialize beyond it gets 503
+  // Sessions kept at once. At the limit, initialize ends the least recently
+  // used idle session (no call in flight, no stream open), or gets 503.
+  std::size_t max_sessions = 64;
   int max_connections = 64;
 };
 
