@@ -17,8 +17,12 @@
 #include <random>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include <agentkit/agent.h>
 #include <agentkit/replay.h>
+#include <agentkit/description.h>
+#include <agentkit/providers/mcp_server.h>
 #include <agentkit/state/keys.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
@@ -302,6 +306,53 @@ int run_command(const RunArgs& args) {
     const std::string session = args.session.empty() ? config.session : args.session;
     ui.started(run_id, config.name, false);
     return driver.finish(runtime->agent().start(args.task, ctx, {.run_id = run_id, .session = session}));
+  });
+}
+
+int serve_command(const ServeArgs& args) {
+  return guarded([&] {
+    const AgentConfig config = load_agent_config(args.agent_file);
+    for (const auto& warning : config.warnings) std::cerr << "agentkit: " << warning << "\n";
+    auto store = open_store({.store = args.store});
+    const auto runtime = start_runtime(config);
+    ToolRegistry tools = runtime->agent().cognition().tools();
+    bool side_effecting = false;
+    for (const auto& tool : tools.tools()) side_effecting = side_effecting || tool->side_effecting();
+    if (tools.contains(config.name)) {
+      spdlog::warn("the agent is not served as a tool: a tool is already called '{}'", config.name);
+    } else {
+      std::string description = config.description;
+      if (description.size() < kMinDescriptionChars) {
+        description = "Run the agent '" + config.name + "' on a task and return its answer.";
+      }
+      tools.add(as_tool(std::make_shared<const Agent>(runtime->agent()),
+                        {.name = config.name, .description = description, .side_effecting = side_effecting}));
+    }
+    providers::McpServer server(std::move(tools), runtime->context(store),
+                                {.name = config.name, .version = AGENTKIT_VERSION, .logger = spdlog::default_logger()});
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write ends its session, not the process
+    if (args.http.empty()) {
+      providers::serve_stdio(server);
+      return static_cast<int>(Exit::answered);
+    }
+    providers::McpHttpListenerOptions options;
+    const auto colon = args.http.rfind(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no port");
+      options.host = args.http.substr(0, colon);
+      options.port = std::stoi(args.http.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw UsageError("--http wants HOST:PORT, e.g. 127.0.0.1:8931, not '" + args.http + "'");
+    }
+    if (options.host.size() > 2 && options.host.front() == '[') options.host = options.host.substr(1, options.host.size() - 2);
+    if (const char* token = std::getenv("AGENTKIT_MCP_TOKEN"); token && *token) options.bearer_token = token;
+    providers::McpHttpListener http(server, std::move(options));
+    http.listen();
+    std::cerr << "agentkit: serving MCP on " << http.url() << "\n";
+    while (!g_interrupted) {
+      if (!http.poll()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return static_cast<int>(Exit::answered);
   });
 }
 

@@ -77,6 +77,23 @@ int show_command(const ShowArgs& args);
 int diff_command(const std::filesystem::path& a, const std::filesystem::path& b,
                  const std::optional<std::filesystem::path>& html = std::nullopt);
 
+struct ServeArgs {
+  std::filesystem::path agent_file;
+  std::string http;  // "HOST:PORT": Streamable HTTP there instead of stdio
+  std::optional<std::filesystem::path> store;  // default $AGENTKIT_HOME/state.db
+};
+
+// `agentkit serve AGENT.yaml --stdio`: serves the agent's tools, and the
+// agent itself as a tool named after it ({"task": string}), to one MCP
+// client over newline-delimited JSON-RPC on stdin/stdout (logs on stderr),
+// until stdin ends. `--http HOST:PORT`: to any number of clients over
+// Streamable HTTP at http://HOST:PORT/mcp until SIGINT; the URL goes to
+// stderr; AGENTKIT_MCP_TOKEN, when set, is the bearer token clients must
+// send (required for a host that is not loopback). Calls run through the definition's context (autonomy,
+// budget, egress, store); one needing approval is put to the client's user
+// by elicitation, or refused when the client cannot ask.
+int serve_command(const ServeArgs& args);
+
 // `agentkit validate AGENT.yaml`: loads and checks the definition and its
 // sub-agents without starting anything.
 int validate_command(const std::filesystem::path& agent_file);

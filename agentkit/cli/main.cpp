@@ -29,6 +29,7 @@ Usage:
   agentkit resume RUN_ID [AGENT.yaml] [--approve all|ID]... [--reject ID[:reason]]...
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
+  agentkit serve AGENT.yaml [--stdio | --http 127.0.0.1:PORT] [--store PATH]
   agentkit runs [--status STATUS] [--json] [--store PATH]
   agentkit show RUN_ID [--json | --html FILE] [--store PATH]
   agentkit diff A.json B.json [--html FILE]
@@ -47,6 +48,16 @@ Commands:
             mid-step is recovered from its last checkpoint). The definition
             defaults to the file the run was started from.
   validate  Check a definition and its sub-agents without running anything.
+  serve     Serve the agent's tools, and the agent itself as a tool named
+            after it ({"task": string}), to an MCP client (protocol
+            2025-11-25) over stdin/stdout: newline-delimited JSON-RPC on
+            stdout only, logs on stderr, until stdin ends. --http serves
+            Streamable HTTP at http://HOST:PORT/mcp until Ctrl-C (loopback
+            only unless AGENTKIT_MCP_TOKEN holds a bearer token clients must
+            send; browser pages from other origins get 403). Calls follow the
+            definition (autonomy, budget, egress); one that needs approval
+            is put to the client's user (MCP elicitation) or, when the
+            client cannot ask, refused with a tool error.
   runs      List the stored runs, newest first: id, agent, status, start,
             steps, tokens (in/out), cost, calls awaiting approval. STATUS is
             answered, suspended, failed, cancelled, max_iterations,
@@ -222,7 +233,16 @@ int main(int argc, char** argv) {
   std::string diff_html_file;
   diff->add_option("--html", diff_html_file, "Write the differences as an HTML page to this file ('-': stdout)");
 
-  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff};
+  ServeArgs serve_args;
+  std::string serve_store;
+  bool serve_stdio = true;
+  CLI::App* serve = app.add_subcommand("serve", "Serve the agent and its tools over MCP (stdio or HTTP)");
+  serve->add_option("AGENT.yaml", serve_args.agent_file, "The agent's definition")->required();
+  auto* serve_stdio_flag = serve->add_flag("--stdio", serve_stdio, "Newline-delimited JSON-RPC on stdin/stdout (the default)");
+  serve->add_option("--http", serve_args.http, "Streamable HTTP on HOST:PORT (endpoint /mcp)")->excludes(serve_stdio_flag);
+  serve->add_option("--store", serve_store, "The state database (default $AGENTKIT_HOME/state.db)");
+
+  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff, serve};
   for (CLI::App* command : commands) command->allow_extras();
   if (argc == 2 && std::string_view(argv[1]) == "help") {
     std::cout << app.help();
@@ -286,6 +306,10 @@ int main(int argc, char** argv) {
   }
   if (diff->parsed()) {
     return diff_command(diff_a, diff_b, diff_html_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(diff_html_file));
+  }
+  if (serve->parsed()) {
+    if (!serve_store.empty()) serve_args.store = serve_store;
+    return serve_command(serve_args);
   }
   return validate_command(validate_file);
 }

@@ -10,3 +10,8 @@ target_compile_definitions(agentkit_mcp_tests PRIVATE
   AGENTKIT_MCP_SERVERS_DIR="${AGENTKIT_MCP_SERVERS_DIR}"
   AGENTKIT_MCP_FAKE_SERVER="${CMAKE_CURRENT_SOURCE_DIR}/mcp/fake_server.mjs"
   AGENTKIT_MCP_LOOPBACK_PRELOAD="${CMAKE_CURRENT_SOURCE_DIR}/mcp/loopback_only.cjs")
+# The server tests also run `agentkit serve` as a child.
+if(TARGET agentkit)
+  add_dependencies(agentkit_mcp_tests agentkit)
+  target_compile_definitions(agentkit_mcp_tests PRIVATE AGENTKIT_CLI="$<TARGET_FILE:agentkit>")
+endif()
