@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <agentkit/error.h>
+#include <agentkit/providers/transport.h>
 
 #include "../../providers/src/http_server.h"
 
@@ -669,4 +670,42 @@ TEST_CASE("http server: a hostile corpus gets 400s (or 413/431) and never crashe
   auto r = good.response();
   REQUIRE(r);
   CHECK(r->body == "POST /still alive");
+}
+
+TEST_CASE("http server: libcurl (agentkit's Transport) posts a large body and reads an SSE stream", "[http_server]") {
+  std::atomic<int> requests{0};
+  std::mutex mu;
+  std::vector<std::string> peers;
+  Running s({}, [&](const HttpRequest& req, std::shared_ptr<HttpResponder> res) {
+    ++requests;
+    {
+      std::lock_guard lock(mu);
+      peers.push_back(req.peer);
+    }
+    if (req.target == "/sse") {
+      res->start_stream(200, {});
+      std::thread([res] {
+        for (int i = 0; i < 3; ++i) res->send_event("e" + std::to_string(i), std::to_string(i));
+        res->end();
+      }).detach();
+      return;
+    }
+    res->respond(200, {{"Content-Type", "application/json"}}, std::to_string(req.body.size()));
+  });
+  agentkit::providers::Transport transport({.max_retries = 0});
+  agentkit::providers::HttpRequest big{.url = s.server.url() + "/big", .body = std::string(2 * 1024 * 1024, 'x')};
+  auto r = transport.send(big);
+  CHECK(r.status == 200);
+  CHECK(r.body == std::to_string(2 * 1024 * 1024));
+  std::string streamed;
+  transport.stream({.method = "GET", .url = s.server.url() + "/sse"}, [&](std::string_view data) {
+    streamed.append(data);
+    return true;
+  });
+  CHECK(streamed == "id: 0\ndata: e0\n\nid: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+  auto again = transport.send({.url = s.server.url() + "/small", .body = "abc"});
+  CHECK(again.body == "3");
+  CHECK(requests == 3);
+  std::lock_guard lock(mu);
+  CHECK(peers.front() == peers.back());  // libcurl reused the keep-alive connection
 }
