@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <atomic>
 
 namespace fs = std::filesystem;
 using agentkit::CommandOptions;
@@ -61,6 +63,8 @@ bool gone(pid_t pid) {
   const auto close = line.rfind(')');
   return close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
+
+void put_marker(const fs::path& p) { std::ofstream(p) << "here"; }
 
 bool no_children() {
   int status = 0;
@@ -256,12 +260,35 @@ TEST_CASE("bubblewrap: workspace writable, the rest read-only, no network", "[co
   CHECK(offline.exit_code != 0);
   CHECK(offline.stdout_text.find("CONNECTED") == std::string::npos);
   CHECK(std::atoi(jail.run("sh", {"-c", "echo $$"}).stdout_text.c_str()) < 10);  // a new pid namespace
+  TempDir host_tmp;  // in the host's /tmp, which the command must not see
+  put_marker(host_tmp.path / "marker");
+  const std::string look = "test -e " + (host_tmp.path / "marker").string() + " && echo SEEN";
+  CHECK(jail.run("sh", {"-c", look}).stdout_text.empty());
 
   // The same commands without isolation do escape: the checks above can fail.
   CommandRunner open(ws, plain({"sh", "bash"}));
   CHECK(open.run("sh", {"-c", write_out}).stdout_text == "WROTE\n");
   CHECK(fs::exists(probe));
   CHECK(open.run("bash", {"-c", connect}).stdout_text == "CONNECTED\n");
+  CHECK(open.run("sh", {"-c", look}).stdout_text == "SEEN\n");
+  CHECK(no_children());
+}
+
+TEST_CASE("command runs from several threads at once", "[command]") {
+  TempDir tmp;
+  CommandRunner runner(workspace(tmp.path), plain({"echo"}));
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&runner, &ok, t] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string word = std::to_string(t) + "-" + std::to_string(i);
+        if (runner.run("echo", {word}).stdout_text == word + "\n") ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(ok == 60);
   CHECK(no_children());
 }
 

@@ -9,9 +9,11 @@
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -119,8 +121,11 @@ struct Escape {
     REQUIRE(sp.size() < sizeof addr.sun_path);
     std::copy(sp.begin(), sp.end(), addr.sun_path);
     REQUIRE(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    device = ::mknod((ws / "dev").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0;
   }
   ~Escape() { ::close(sock); }
+  // A character device (/dev/null's numbers), when this process may make one.
+  bool device = false;
 };
 
 std::vector<std::string> escape_corpus(const fs::path& outside) {
@@ -169,7 +174,8 @@ TEST_CASE("workspace escape corpus: every path is refused and nothing outside is
     return agentkit::ToolPtr{};
   };
   const auto before = snapshot(env.outside);
-  const auto corpus = escape_corpus(env.outside);
+  auto corpus = escape_corpus(env.outside);
+  if (env.device) corpus.insert(corpus.end(), {"dev", "dev/x"});
   REQUIRE(corpus.size() >= 60);
   Watch watch({env.outside, env.outside / "sub"});
   watch.events();
@@ -234,6 +240,28 @@ TEST_CASE("workspace refuses a link swapped in during writes (race)", "[workspac
   done = true;
   flipper.join();
   CHECK(fs::is_empty(outside));
+}
+
+TEST_CASE("workspace is safe to use from several threads at once", "[workspace]") {
+  TempDir tmp;
+  auto ws = std::make_shared<Workspace>(WorkspaceOptions{.root = tmp.path});
+  ws->write_file("shared.txt", "END");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([ws, t] {
+      const std::string own = "t" + std::to_string(t) + "/f.txt";
+      for (int i = 0; i < 30; ++i) {
+        ws->write_file(own, std::to_string(i));
+        (void)ws->read_file(own);
+        (void)ws->glob("**");
+        ws->edit_file("shared.txt", "END", std::to_string(t) + "\nEND");  // no edit may be lost
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 6; ++t) CHECK(ws->read_file("t" + std::to_string(t) + "/f.txt") == "29");
+  const std::string shared = ws->read_file("shared.txt");
+  CHECK(std::count(shared.begin(), shared.end(), '\n') == 180);
 }
 
 TEST_CASE("workspace read is line-numbered, ranged and capped", "[workspace]") {
