@@ -49,9 +49,29 @@ std::string resolve(const std::string& name, const std::string& search_path) {
   return "";
 }
 
+// A started child. Unless reaped, destruction kills its group and reaps it:
+// a throw mid-run leaves neither a running command nor a zombie.
 struct Child {
   pid_t pid = -1;
   Fd out, err;
+
+  Child() = default;
+  Child(Child&& other) noexcept
+      : pid(std::exchange(other.pid, -1)), out(std::move(other.out)), err(std::move(other.err)) {}
+  ~Child() {
+    if (pid > 0) {
+      ::kill(-pid, SIGKILL);
+      reap();
+    }
+  }
+  // Waits for the child to end: its wait status.
+  int reap() noexcept {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid = -1;
+    return status;
+  }
 };
 
 // Forks `argv` with `envp` in `cwd_fd`, stdin /dev/null, in a new session.
@@ -134,9 +154,7 @@ bool bubblewrap_available() {
       Child child = start({bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
                            "--unshare-pid", "--die-with-parent", "/bin/true"},
                           {}, root.get());
-      int status = 0;
-      while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      const int status = child.reap();
       return WIFEXITED(status) && WEXITSTATUS(status) == 0;
     } catch (const std::system_error&) {
       return false;
@@ -254,13 +272,9 @@ CommandResult CommandRunner::spawn(const std::string& path, const std::vector<st
       }
     }
   }
-  int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && !killed) result.exit_code = WEXITSTATUS(status);
+  const int status = child.reap();
+  if (WIFEXITED(status) && !killed) result.exit_code = WEXITSTATUS(status);  // killed: -1 whatever bwrap says
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  // Under bwrap the sandboxed program's signal death shows as bwrap's exit status 128+N.
-  if (WIFEXITED(status) && killed) result.exit_code = -1;
   return result;
 }
 

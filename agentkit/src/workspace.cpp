@@ -492,7 +492,9 @@ WorkspaceOptions WorkspaceOptions::from_json(const Json& j) {
       {"max_file_bytes", &WorkspaceOptions::max_file_bytes}, {"max_output_bytes", &WorkspaceOptions::max_output_bytes},
       {"max_line_chars", &WorkspaceOptions::max_line_chars}, {"max_entries", &WorkspaceOptions::max_entries},
       {"max_matches", &WorkspaceOptions::max_matches},       {"max_scan_entries", &WorkspaceOptions::max_scan_entries}};
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
+    const Json& value = item.value();
     if (key == "root") {
       if (!value.is_string()) throw OptionsError(key, "must be a string");
       o.root = value.get<std::string>();
