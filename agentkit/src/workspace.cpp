@@ -289,9 +289,8 @@ WorkspaceError::WorkspaceError(std::string message, std::string argument)
     : ToolArgumentError("workspace", {}, {}, {{std::move(argument), message}}, {}), message_(std::move(message)) {}
 
 Workspace::Workspace(WorkspaceOptions options) : options_(std::move(options)) {
-  for (std::size_t cap : {options_.max_file_bytes, options_.max_output_bytes, options_.max_line_chars,
-                          options_.max_entries, options_.max_matches, options_.max_scan_entries}) {
-    if (cap == 0) throw OptionsError("max_*", "must be greater than 0");
+  for (const auto& item : options_.to_json().items()) {
+    if (item.value() == 0) throw OptionsError(item.key(), "must be greater than 0");
   }
   std::error_code ec;
   root_ = std::filesystem::canonical(options_.root, ec);

@@ -374,4 +374,10 @@ TEST_CASE("workspace options round-trip as data and bad data is a typed error", 
   CHECK(key_of(Json{{"tools", {"rm_rf"}}}) == "tools");
   CHECK(key_of(Json::array()) == "workspace");
   CHECK_THROWS_AS(Workspace(WorkspaceOptions{.root = "/definitely/not/here"}), agentkit::OptionsError);
+  try {
+    Workspace(WorkspaceOptions{.root = fs::temp_directory_path(), .max_entries = 0});
+    FAIL("a zero cap was accepted");
+  } catch (const agentkit::OptionsError& e) {
+    CHECK(e.key() == "max_entries");
+  }
 }
