@@ -289,7 +289,8 @@ WorkspaceError::WorkspaceError(std::string message, std::string argument)
     : ToolArgumentError("workspace", {}, {}, {{std::move(argument), message}}, {}), message_(std::move(message)) {}
 
 Workspace::Workspace(WorkspaceOptions options) : options_(std::move(options)) {
-  for (const auto& item : options_.to_json().items()) {
+  const Json fields = options_.to_json();
+  for (const auto& item : fields.items()) {
     if (item.value() == 0) throw OptionsError(item.key(), "must be greater than 0");
   }
   std::error_code ec;
