@@ -6,18 +6,15 @@
 // unlinkat, renameat2, mkdirat). No path string is ever resolved by the
 // kernel from the root down, so a link swapped in between a check and a use
 // cannot redirect the operation: it is refused at the component where it sits.
+#include <agentkit/detail/confined_fs.h>
 #include <agentkit/state/memory_tool.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <memory>
 #include <optional>
-#include <random>
 #include <system_error>
 
 #include "memory_internal.h"
@@ -28,31 +25,13 @@ using namespace memory_detail;
 
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = detail::UniqueFd;
 
 [[noreturn]] void fail(const char* what, const MemoryPath& path, int err = errno) {
   throw std::system_error(err, std::generic_category(), std::string("memory: cannot ") + what + " " + path.str());
 }
 
-constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+constexpr int kDirFlags = detail::kConfinedDirFlags;
 
 // Where a walk stopped short: the first prefix that is missing or a file.
 struct Walked {
@@ -80,28 +59,16 @@ FileKind kind_of(const struct stat& st, const MemoryPath& path) {
 // Opens the directory made of the first `depth` segments of `path`, creating
 // missing ones when `create` is set. A link on the way throws.
 Walked walk(int root, const MemoryPath& path, std::size_t depth, bool create) {
-  Fd dir(::openat(root, ".", kDirFlags));  // a fresh open file description: its own directory offset
-  if (!dir) fail("open", MemoryPath::root());
+  detail::Walked walked = detail::walk_beneath(root, path.segments(), depth, create, 0700);
+  if (walked.stop == detail::WalkStop::none) return {std::move(walked.dir), std::nullopt, FileKind::none};
   MemoryPath at = MemoryPath::root();
-  for (std::size_t i = 0; i < depth; ++i) {
-    const std::string& name = path.segments()[i];
-    at = at.child(name);
-    int fd = ::openat(dir.get(), name.c_str(), kDirFlags);
-    if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(dir.get(), name.c_str(), 0700) != 0 && errno != EEXIST) fail("create directory", at);
-      fd = ::openat(dir.get(), name.c_str(), kDirFlags);
-    }
-    if (fd < 0) {
-      const int err = errno;
-      if (err == ENOENT) return {Fd(), at, FileKind::none};
-      if (err != ELOOP && err != ENOTDIR) fail("open", at, err);
-      auto st = lstat_at(dir.get(), name, at);
-      if (st && S_ISLNK(st->st_mode)) throw symlink_refused(at);
-      return {Fd(), at, st ? FileKind::file : FileKind::none};
-    }
-    dir = Fd(fd);
+  for (std::size_t i = 0; i <= walked.at && i < depth; ++i) at = at.child(path.segments()[i]);
+  switch (walked.stop) {
+    case detail::WalkStop::missing: return {Fd(), at, FileKind::none};
+    case detail::WalkStop::not_directory: return {Fd(), at, FileKind::file};
+    case detail::WalkStop::symlink: throw symlink_refused(at);
+    default: fail("open", at, walked.error);
   }
-  return {std::move(dir), std::nullopt, FileKind::none};
 }
 
 Fd walk_or_throw(int root, const MemoryPath& path, std::size_t depth, bool create) {
@@ -116,23 +83,8 @@ Fd open_parent(int root, const MemoryPath& path, bool create) {
 
 const std::string& leaf(const MemoryPath& path) { return path.segments().back(); }
 
-// Every name in an open directory except "." and "..".
 std::vector<std::string> names_in(int dir, const MemoryPath& shown) {
-  int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) fail("list", shown);
-  std::unique_ptr<DIR, int (*)(DIR*)> stream(::fdopendir(copy), ::closedir);
-  if (!stream) {
-    const int err = errno;
-    ::close(copy);
-    fail("list", shown, err);
-  }
-  ::rewinddir(stream.get());  // the offset is shared with `dir`
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(stream.get())) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  return names;
+  return detail::names_in(dir, "memory: cannot list " + shown.str());
 }
 
 // Deletes directory `name` in `parent` and everything in it. Links inside
@@ -154,22 +106,6 @@ void remove_tree(int parent, const std::string& name, const MemoryPath& shown) {
     }
   }
   if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0) fail("delete", shown);
-}
-
-void write_all(int fd, std::string_view text, const MemoryPath& shown) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write", shown);
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
-std::string temp_name() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[40];
-  std::snprintf(buf, sizeof buf, ".memory-tmp-%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
 }
 
 }  // namespace
@@ -258,16 +194,10 @@ void DirectoryFiles::write(const MemoryPath& file, std::string_view text) {
   if (auto st = lstat_at(parent.get(), leaf(file), file); st && kind_of(*st, file) == FileKind::directory) {
     throw is_a_directory(file);
   }
-  std::string temp;
-  Fd out;
-  for (int attempt = 0; attempt < 8 && !out; ++attempt) {
-    temp = temp_name();
-    out = Fd(::openat(parent.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!out && errno != EEXIST) fail("write", file);
-  }
-  if (!out) fail("write", file);
+  const std::string cannot_write = "memory: cannot write " + file.str();
+  auto [temp, out] = detail::create_temp(parent.get(), ".memory-tmp-", cannot_write);
   try {
-    write_all(out.get(), text, file);
+    detail::write_all(out.get(), text, cannot_write);
     if (::fsync(out.get()) != 0) fail("write", file);
     if (::renameat(parent.get(), temp.c_str(), parent.get(), leaf(file).c_str()) != 0) fail("write", file);
   } catch (...) {
