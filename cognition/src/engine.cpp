@@ -675,7 +675,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (const auto& policy = agent_->options().context_policy) {
       // Before the strategy decides: a summary call ends this step, and the
       // next one decides with the new window.
-      if (compact(*policy) || done_) return;
+      if (compact(*policy) || done_ || ending_) return;
     }
     Next next = strategy_->next_call(step_context(), st_);
     if (next.kind != Next::Kind::ask) {

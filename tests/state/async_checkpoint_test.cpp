@@ -217,6 +217,33 @@ TEST_CASE("a run whose earlier checkpoint was refused does not report success, e
   CHECK(result.state.stop_reason == StopReason::failed);
 }
 
+TEST_CASE("a run that fails while its end save is still queued takes no further step",
+          "[durable][async]") {
+  auto store = std::make_shared<GatedStore>();
+  auto llm = FakeLLM::script({Turn{.content = "not json"}, Turn{.content = "{\"n\": 1}"}});
+  agentkit::AgentOptions options;
+  options.output = agentkit::OutputSpec{agentkit::Schema{{"type", "object"}}, "Out", [](const Json& v, agentkit::DecodeState&) {
+                                          return v.is_object();
+                                        }};
+  // The estimator fails once the model has spoken: at the step after the repair.
+  options.context_policy = agentkit::ContextPolicy{
+      .max_tokens = 100000, .estimate = [](const agentkit::Message& m) -> std::size_t {
+        if (m.role == agentkit::Role::assistant) throw std::runtime_error("estimator down");
+        return 1;
+      }};
+  Agent agent("clerk", "fake", "You answer in JSON.", react({}), options);
+  auto ctx = make_test_ctx({.llm = llm, .store = store});
+  auto handle = agent.start("answer", ctx, {.run_id = "r4"});
+  store->hold(true);  // from here the failed run's end save waits in the writer
+  for (int i = 0; i < 20 && !handle.poll(); ++i) std::this_thread::sleep_for(1ms);
+  CHECK(llm->calls() == 1);  // the policy failed the run: no model is asked after that
+  store->hold(false);
+  const auto result = handle.wait();
+  CHECK(result.stop_reason == StopReason::failed);
+  CHECK_THAT(result.failure.value().message, Catch::Contains("estimator down"));
+  CHECK(llm->calls() == 1);
+}
+
 namespace {
 
 // Threads writing checkpoints now (the store writers name theirs), or -1
