@@ -185,6 +185,7 @@ std::shared_ptr<const Agent> AgentRuntime::build(const AgentConfig& config) {
   const std::string key = model_key(config);
   add_model(config, key);
   std::vector<ToolPtr> tools = config.rest_tools;
+  tools.insert(tools.end(), config.local_tools.begin(), config.local_tools.end());
   std::string prompt = config.prompt;
   if (config.memory) {
     std::shared_ptr<state::Files> files = std::make_shared<state::InMemoryFiles>();

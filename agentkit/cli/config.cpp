@@ -233,7 +233,10 @@ enum class Typing { strings, scalar, any };
 Typing typing_of(const std::string& key) {
   static const std::set<std::string> scalar = {"side_effecting",    "idempotent",    "requires_approval", "timeout_s",
                                                "retries",           "retry_delay_s", "max_retry_delay_s", "max_redirects",
-                                               "max_response_bytes", "required"};
+                                               "max_response_bytes", "required",          "max_file_bytes",
+                                               "max_output_bytes",   "max_line_chars", "max_entries",
+                                               "max_matches",        "max_scan_entries", "allow_shell",
+                                               "timeout_ms"};
   if (key == "default" || key == "enum") return Typing::any;
   return scalar.contains(key) ? Typing::scalar : Typing::strings;
 }
@@ -495,9 +498,10 @@ class Loader {
     std::size_t index = 0;
     for (const auto& item : tools) {
       const std::string where = "tools[" + std::to_string(index++) + "]";
-      const Section entry(file, item, where, {"rest", "mcp", "memory", "skills", "agent"});
+      const Section entry(file, item, where, {"rest", "mcp", "memory", "skills", "agent", "workspace", "command"});
       if (!item.IsMap() || item.size() != 1) {
-        entry.fail_at(entry.line(), where + " must have exactly one of: agent, mcp, memory, rest, skills");
+        entry.fail_at(entry.line(),
+                      where + " must have exactly one of: agent, command, mcp, memory, rest, skills, workspace");
       }
       const std::string kind = item.begin()->first.Scalar();
       // `- memory:` (no value) is an empty mapping.
@@ -509,6 +513,8 @@ class Loader {
         const Section section(file, body, name, {}, line, /*check_keys=*/false);
         if (kind == "rest") read_rest(section, body, config, names);
         else read_mcp(section, body, config);
+      } else if (kind == "workspace" || kind == "command") {
+        read_workspace(Section(file, body, name, {}, line, /*check_keys=*/false), kind, body, config, names);
       } else if (kind == "memory") {
         const Section memory(file, body, name, {"dir"}, line);
         if (config.memory) memory.fail_at(entry.line(), "only one memory tool is allowed");
@@ -568,6 +574,32 @@ class Loader {
       config.rest_tools.push_back(std::make_shared<const providers::RestTool>(std::move(def)));
     } catch (const std::exception& e) {
       rest.fail_at(rest.line(), rest.name() + ": " + e.what());
+    }
+  }
+
+  // A `workspace` or `command` entry (<agentkit/workspace.h>,
+  // <agentkit/command.h>), read by the catalog's kind; `root` is relative
+  // to the file.
+  static void read_workspace(const Section& section, const std::string& kind, const YAML::Node& body,
+                             AgentConfig& config, Names& names) {
+    static ToolCatalog catalog;
+    [[maybe_unused]] static const bool kinds = (add_workspace_kinds(catalog), true);
+    const auto tools = read_data(section, body, [&](Json json) {
+      if (json.is_object() && json.contains("root") && json["root"].is_string()) {
+        json["root"] = relative_to(section.file(), json["root"].get<std::string>()).string();
+      }
+      try {
+        return catalog.load(Json{{kind, std::move(json)}});
+      } catch (const ToolDataError& e) {
+        // Paths relative to the body, as read_data reports them.
+        std::string path = e.path();
+        if (path.rfind("/" + kind, 0) == 0) path.erase(0, kind.size() + 1);
+        throw ToolDataError(path, e.problem(), e.code());
+      }
+    });
+    for (const auto& tool : tools) {
+      claim(section, names, tool->name());
+      config.local_tools.push_back(tool);
     }
   }
 

@@ -176,7 +176,8 @@ struct AgentConfig {
   std::string session;
   std::vector<std::string> egress;  // allowlist rules, each checked by EgressRule::parse
 
-  std::vector<ToolPtr> rest_tools;  // built and checked while loading
+  std::vector<ToolPtr> rest_tools;   // built and checked while loading
+  std::vector<ToolPtr> local_tools;  // workspace and command tools, built while loading
   std::vector<McpServerConfig> mcp;
   std::optional<MemoryConfig> memory;
   std::shared_ptr<Skills> skills;  // every `skills` directory, discovered while loading

@@ -318,7 +318,9 @@ CommandOptions CommandOptions::from_json(const Json& j) {
     } else if (key == "timeout_ms") {
       o.timeout = std::chrono::milliseconds(typed<std::int64_t>(value, key, &Json::is_number_integer, "an integer"));
     } else if (key == "max_output_bytes") {
-      o.max_output_bytes = typed<std::size_t>(value, key, &Json::is_number_unsigned, "a non-negative integer");
+      const auto bytes = typed<std::int64_t>(value, key, &Json::is_number_integer, "a non-negative integer");
+      if (bytes < 0) throw OptionsError(key, "must be a non-negative integer, not " + std::to_string(bytes));
+      o.max_output_bytes = static_cast<std::size_t>(bytes);
     } else if (key == "isolation") {
       const auto name = typed<std::string>(value, key, &Json::is_string, "a string");
       const Isolation all[] = {Isolation::none, Isolation::bubblewrap, Isolation::automatic};
@@ -337,6 +339,10 @@ CommandOptions CommandOptions::from_json(const Json& j) {
 }
 
 ToolPtr command_tool(std::shared_ptr<const Workspace> ws, CommandOptions options) {
+  // Its data description (<agentkit/tool_data.h>): the command entry.
+  Json meta = options.to_json();
+  if (ws) meta["root"] = ws->options().root.string();
+  meta = Json{{"command", std::move(meta)}};
   auto runner = std::make_shared<const CommandRunner>(std::move(ws), options);
   std::vector<std::string> names;
   for (const auto& [name, path] : runner->programs()) names.push_back(name);
@@ -346,6 +352,7 @@ ToolPtr command_tool(std::shared_ptr<const Workspace> ws, CommandOptions options
   const auto stop_of = [](RunContext& ctx) { return [&ctx] { return ctx.cancelled(); }; };
   if (options.allow_shell) {
     return tool(options.tool_name)
+        .metadata(meta)
         .doc(doc + " Alternatively pass `shell`, a /bin/sh command line, instead of program and args.")
         .side_effecting(true)
         .requires_approval(options.requires_approval)
@@ -359,6 +366,7 @@ ToolPtr command_tool(std::shared_ptr<const Workspace> ws, CommandOptions options
         });
   }
   return tool(options.tool_name)
+      .metadata(meta)
       .doc(doc)
       .side_effecting(true)
       .requires_approval(options.requires_approval)

@@ -468,7 +468,10 @@ int Workspace::open_directory(std::string_view path) const {
 namespace {
 
 std::size_t size_field(const Json& j, const char* key) {
-  if (!j.is_number_unsigned()) throw OptionsError(key, "must be a non-negative integer, not " + std::string(json_type_name(j)));
+  // Signed or not: YAML and JSON parsers differ in which they produce for 10.
+  if (!j.is_number_integer() || (!j.is_number_unsigned() && j.get<std::int64_t>() < 0)) {
+    throw OptionsError(key, "must be a non-negative integer, not " + (j.is_number_integer() ? j.dump() : std::string(json_type_name(j))));
+  }
   return j.get<std::size_t>();
 }
 
@@ -575,11 +578,12 @@ std::string kind_suffix(const WorkspaceEntry& e) {
   return {};
 }
 
-ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string& name) {
+ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string& name, const Json& meta) {
   const std::size_t out_cap = ws->options().max_output_bytes;
   const std::string cut = "output cut at " + std::to_string(out_cap) + " bytes";
   if (name == "read_file") {
     return tool("read_file")
+        .metadata(meta)
         .doc("Read a text file of the workspace. Lines come numbered like `cat -n`; use offset (1-based first line) "
              "and limit (number of lines) to read a long file in parts.")
         .side_effecting(false)
@@ -589,6 +593,7 @@ ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string&
   }
   if (name == "write_file") {
     return tool("write_file")
+        .metadata(meta)
         .doc("Create or replace a file of the workspace with the given content; parent directories are created.")
         .side_effecting(true)
         .idempotent()
@@ -600,6 +605,7 @@ ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string&
   }
   if (name == "edit_file") {
     return tool("edit_file")
+        .metadata(meta)
         .doc("Replace old_string with new_string in a workspace file. old_string must occur exactly once unless "
              "replace_all is true; include surrounding lines to make it unique.")
         .side_effecting(true)
@@ -612,6 +618,7 @@ ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string&
   }
   if (name == "list_dir") {
     return tool("list_dir")
+        .metadata(meta)
         .doc("List a directory of the workspace: one entry per line, directories end with '/', files show their size.")
         .side_effecting(false)
         .idempotent()
@@ -626,6 +633,7 @@ ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string&
   }
   if (name == "glob") {
     return tool("glob")
+        .metadata(meta)
         .doc("Find workspace files whose path matches a glob pattern such as src/**/*.cpp ('**' spans directories).")
         .side_effecting(false)
         .idempotent()
@@ -639,6 +647,7 @@ ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string&
         });
   }
   return tool("search")
+        .metadata(meta)
       .doc("Search workspace text files for lines matching a POSIX extended regular expression; optionally under "
            "a directory and only in files matching a glob.")
       .side_effecting(false)
@@ -661,10 +670,12 @@ ToolPtr make_tool(const std::shared_ptr<const Workspace>& ws, const std::string&
 
 std::vector<ToolPtr> workspace_tools(std::shared_ptr<const Workspace> ws) {
   if (!ws) throw Error(ErrorCode::invalid_argument, "workspace_tools: the workspace is null");
+  // Its data description (<agentkit/tool_data.h>): the workspace entry.
+  const Json meta = {{"workspace", ws->options().to_json()}};
   std::vector<ToolPtr> tools;
   for (const auto& name : kWorkspaceTools) {
     if (std::find(ws->options().tools.begin(), ws->options().tools.end(), name) != ws->options().tools.end()) {
-      tools.push_back(make_tool(ws, name));
+      tools.push_back(make_tool(ws, name, meta));
     }
   }
   return tools;

@@ -6,7 +6,9 @@
 
 #ifdef AGENTKIT_CLI
 
+#include <filesystem>
 #include <map>
+#include <set>
 
 #include <agentkit/providers/tool_data.h>
 #include <agentkit/providers/tool_format.h>
@@ -107,6 +109,49 @@ TEST_CASE("a bad YAML tool entry is reported at its line with the library's JSON
              Catch::Contains(unknown.string() + ":10: 'colour' in tools[0].mcp: unknown key; accepted keys: approve_if, "
                                                 "args, command, cwd, env, exclude, headers, include, inherit_env, name, "
                                                 "requires_approval, timeout_s, url"));
+}
+
+TEST_CASE("YAML workspace and command entries give the file and command tools, rooted beside the file",
+          "[cli][tool_data][workspace]") {
+  TempDir dir;
+  WireServer model;
+  std::filesystem::create_directories(dir.path / "project");
+  dir.write("project/notes.txt", "the launch code is 7781\n");
+  model.enqueue(calls({{"c1", "read_file", {{"path", "notes.txt"}}}, {"c2", "run_command", {{"program", "ls"}}}}));
+  model.enqueue(answer({"Read it."}));
+  const auto file = dir.write("ws.yaml", agent_yaml(model,
+                                                    "tools:\n"
+                                                    "  - workspace: {root: project, tools: [read_file, list_dir], max_entries: 10}\n"
+                                                    "  - command:\n"
+                                                    "      root: project\n"
+                                                    "      programs: [ls]\n"
+                                                    "      requires_approval: false\n"
+                                                    "      isolation: none\n"
+                                                    "      timeout_ms: 5000\n"));
+  const Outcome r = run_cli(dir, {"run", file.string(), "Read the notes", "--store", dir.store()});
+  REQUIRE(r.exit_code == 0);
+  std::set<std::string> offered;
+  for (const Json& t : Json::parse(model.requests().at(0).body).at("tools")) {
+    offered.insert(t["function"]["name"].get<std::string>());
+  }
+  CHECK(offered == std::set<std::string>{"list_dir", "read_file", "run_command"});
+  // The tools ran in the directory the file names: the note's text, and ls listing it.
+  const std::string second = model.requests().at(1).body;
+  CHECK_THAT(second, Catch::Contains("the launch code is 7781"));
+  CHECK_THAT(second, Catch::Contains("notes.txt\\n"));
+
+  const auto bad = dir.write("bad.yaml", agent_yaml(model,
+                                                    "tools:\n"
+                                                    "  - workspace:\n"
+                                                    "      root: project\n"
+                                                    "      max_entries: many\n"));
+  CHECK_THAT(run_cli(dir, {"validate", bad.string()}).err,
+             Catch::Contains(bad.string() + ":9: 'max_entries' in tools[0].workspace:"));
+  const auto missing = dir.write("missing.yaml", agent_yaml(model, "tools:\n  - command: {root: nowhere, programs: [ls]}\n"));
+  const Outcome m = run_cli(dir, {"validate", missing.string()});
+  CHECK(m.exit_code == 2);
+  CHECK_THAT(m.err, Catch::Contains("tools[0].command"));
+  CHECK_THAT(m.err, Catch::Contains("nowhere"));
 }
 
 #endif  // AGENTKIT_CLI

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <agentkit/testing/test_context.h>
+#include <agentkit/command.h>
+#include <agentkit/tool_data.h>
 #include <agentkit/workspace.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -380,4 +382,62 @@ TEST_CASE("workspace options round-trip as data and bad data is a typed error", 
   } catch (const agentkit::OptionsError& e) {
     CHECK(e.key() == "max_entries");
   }
+}
+
+TEST_CASE("workspace and command tools are data: saved as their entries, loaded back alike", "[workspace][tool_data]") {
+  TempDir tmp;
+  put(tmp.path / "a.txt", "alpha\n");
+  agentkit::ToolCatalog catalog;
+  agentkit::add_workspace_kinds(catalog);
+
+  WorkspaceOptions options;
+  options.root = tmp.path;
+  options.max_entries = 7;
+  options.tools = {"read_file", "glob"};
+  const auto built = agentkit::workspace_tools(std::make_shared<const Workspace>(options));
+  REQUIRE(built.size() == 2);
+  const Json entry = catalog.save(*built[0]);
+  CHECK(entry == Json{{"workspace", options.to_json()}});
+  CHECK(catalog.save_all(built) == Json::array({entry}));  // one entry stands for the workspace's tools
+  const auto loaded = catalog.load(entry, "/tools/0");
+  REQUIRE(loaded.size() == 2);
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    CHECK(loaded[i]->name() == built[i]->name());
+    CHECK(loaded[i]->spec().parameters->dump() == built[i]->spec().parameters->dump());
+    CHECK(loaded[i]->side_effecting() == built[i]->side_effecting());
+  }
+  auto ctx = agentkit::testing::make_test_ctx();
+  CHECK_THAT(loaded[0]->run({{"path", "a.txt"}}, ctx).get<std::string>(), Catch::Contains("alpha"));
+
+  agentkit::CommandOptions command;
+  command.programs = {"echo"};
+  command.requires_approval = false;
+  command.isolation = agentkit::Isolation::none;
+  const auto tool = agentkit::command_tool(std::make_shared<const Workspace>(options), command);
+  Json expected = command.to_json();
+  expected["root"] = tmp.path.string();
+  const Json saved = catalog.save(*tool);
+  CHECK(saved == Json{{"command", expected}});
+  const auto again = catalog.load(saved);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0]->name() == "run_command");
+  CHECK_FALSE(again[0]->requires_approval());
+  CHECK(again[0]->run({{"program", "echo"}, {"args", {"hi"}}}, ctx).at("stdout") == "hi\n");
+
+  // A bad option names its JSON path; a root that is no directory, the entry.
+  const auto error_of = [&](const Json& e) -> std::string {
+    try {
+      catalog.load(e, "/tools/3");
+    } catch (const agentkit::ToolDataError& x) {
+      return x.path() + " | " + x.problem();
+    }
+    return "loaded";
+  };
+  CHECK_THAT(error_of({{"workspace", {{"root", tmp.path.string()}, {"max_entries", "many"}}}}),
+             Catch::StartsWith("/tools/3/workspace/max_entries | "));
+  CHECK_THAT(error_of({{"workspace", {{"root", tmp.path.string()}, {"colour", "red"}}}}),
+             Catch::StartsWith("/tools/3/workspace/colour | "));
+  CHECK_THAT(error_of({{"command", {{"programs", {"echo"}}}}}), Catch::Contains("missing required key 'root'"));
+  CHECK_THAT(error_of({{"command", {{"root", (tmp.path / "nowhere").string()}, {"programs", {"echo"}}}}}),
+             Catch::StartsWith("/tools/3/command"));
 }

@@ -10,7 +10,8 @@
 //
 // A ToolCatalog turns entries into tools (load) and tools into entries
 // (save). It knows the `function` kind itself; each component registers the
-// kinds it can build (providers: rest, mcp; cognition: agent), so core
+// kinds it can build (core: workspace, command, see add_workspace_kinds();
+// providers: rest, mcp; cognition: agent), so core
 // depends on none of them. A kind is a name, a loader and a saver; plugging
 // in another one (say "workspace") is one add_kind() call.
 //
@@ -205,5 +206,14 @@ class ToolCatalog {
 // "side_effecting", "idempotent", "requires_approval"} (parameters omitted
 // for a tool the model is never offered).
 Json function_tool_entry(const Tool& tool);
+
+// The kinds of <agentkit/workspace.h> and <agentkit/command.h>:
+//   {"workspace": {"root": "/srv/project", ...}}   // WorkspaceOptions::to_json(): its file tools
+//   {"command": {"root": "/srv/project", "programs": ["git", "make"], ...}}
+//                                                  // CommandOptions::to_json() plus the workspace root
+// A tool workspace_tools() or command_tool() built saves as its entry too.
+// A bad option is a ToolDataError at its key's path; a root that is not a
+// directory, at the entry's path.
+ToolCatalog& add_workspace_kinds(ToolCatalog& catalog);
 
 }  // namespace agentkit
