@@ -357,7 +357,8 @@ void McpSession::handshake(bool first) {
   const Json params = {{"protocolVersion", options_.protocol_version},
                        {"capabilities", capabilities()},
                        {"clientInfo", {{"name", options_.client_name}, {"version", options_.client_version}}}};
-  const Json result = request_once("initialize", params, {.timeout = options_.request_timeout});
+  const Json result =
+      request_once("initialize", params, {.timeout = options_.connect_timeout.value_or(options_.request_timeout)});
   const std::string version = result.is_object() ? string_field(result, "protocolVersion") : std::string();
   if (version.empty()) {
     throw McpError(McpError::Kind::protocol, where_ + " answered initialize without a protocolVersion: " + preview(result));

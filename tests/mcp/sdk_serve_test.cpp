@@ -303,7 +303,7 @@ TEST_CASE("sdk client: agentkit serve --stdio lists, calls, errs and asks approv
   // The SDK's stdio transport passes the child only a few variables; env sets the rest.
   std::vector<std::string> transport = {"--stdio", "/usr/bin/env", "-i"};
   for (const auto& e : agentkit_test::cli::child_environment(world.dir, {})) transport.push_back(e);
-  for (const std::string a : {std::string(AGENTKIT_CLI), std::string("serve"), world.yaml.string(),
+  for (const std::string& a : {std::string(AGENTKIT_CLI), std::string("serve"), world.yaml.string(),
                               std::string("--stdio"), std::string("--store"), world.dir.store()})
     transport.push_back(a);
   const Run run = run_client(serve_steps(), transport);

@@ -277,6 +277,7 @@ TEST_CASE("stdio: a server that never answers times out, a cancelled token stops
   SECTION("as a tool: a timed-out side-effecting call is outcome_unknown, a read-only one an error") {
     McpClientOptions options;
     options.request_timeout = 200ms;
+    options.connect_timeout = 30s;  // node's start under load is not what this section times
     auto quick = connect(fake_server(), options);
     Invoker invoker({error_boundary()});
     auto ctx = testing::make_test_ctx();

@@ -226,8 +226,12 @@ struct McpClientOptions {
   // The revision asked for; the server's answer must be one of
   // mcp_supported_versions() or connect() fails.
   std::string protocol_version = std::string(kMcpProtocolVersion);
-  // How long any request waits for its answer (the handshake included).
+  // How long any request waits for its answer.
   std::chrono::milliseconds request_timeout{60'000};
+  // How long the handshake (initialize) waits; unset: request_timeout. A
+  // server that is slow to start (npx, node under load) gets longer than
+  // its calls do.
+  std::optional<std::chrono::milliseconds> connect_timeout;
   // Set: the roots capability is declared and roots/list answered with these.
   std::optional<std::vector<McpRoot>> roots;
   // Set: the capability is declared and server requests go to the handler.
