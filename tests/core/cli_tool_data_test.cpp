@@ -131,14 +131,15 @@ TEST_CASE("YAML workspace and command entries give the file and command tools, r
   const Outcome r = run_cli(dir, {"run", file.string(), "Read the notes", "--store", dir.store()});
   REQUIRE(r.exit_code == 0);
   std::set<std::string> offered;
-  for (const Json& t : Json::parse(model.requests().at(0).body).at("tools")) {
+  const Json first = Json::parse(model.requests().at(0).body);
+  for (const Json& t : first.at("tools")) {
     offered.insert(t["function"]["name"].get<std::string>());
   }
   CHECK(offered == std::set<std::string>{"list_dir", "read_file", "run_command"});
   // The tools ran in the directory the file names: the note's text, and ls listing it.
   const std::string second = model.requests().at(1).body;
   CHECK_THAT(second, Catch::Contains("the launch code is 7781"));
-  CHECK_THAT(second, Catch::Contains("notes.txt\\n"));
+  CHECK_THAT(second, Catch::Contains("\\\"stdout\\\":\\\"notes.txt\\\\n"));
 
   const auto bad = dir.write("bad.yaml", agent_yaml(model,
                                                     "tools:\n"
