@@ -506,6 +506,16 @@ struct HttpServer::Impl {
     return 0;
   }
 
+  // Moves up to `remaining` buffered bytes into the body; true once all of
+  // them have come.
+  static bool take_body(Connection& c) {
+    const std::size_t take = std::min(c.remaining, c.in.size());
+    c.req.body.append(c.in, 0, take);
+    c.in.erase(0, take);
+    c.remaining -= take;
+    return c.remaining == 0;
+  }
+
   // Consumes what it can of c.in (mu held): completes requests into dispatches, or refuses.
   void advance(Connection& c) {
     using P = Connection::Phase;
@@ -531,15 +541,10 @@ struct HttpServer::Impl {
           if (status != 0) return refuse(c, status);
           break;
         }
-        case P::body_length: {
-          std::size_t take = std::min(c.remaining, c.in.size());
-          c.req.body.append(c.in, 0, take);
-          c.in.erase(0, take);
-          c.remaining -= take;
-          if (c.remaining > 0) return;
+        case P::body_length:
+          if (!take_body(c)) return;
           complete(c);
           return;
-        }
         case P::chunk_size: {
           auto e = c.in.find("\r\n");
           if (e == std::string::npos) {
@@ -566,15 +571,10 @@ struct HttpServer::Impl {
           }
           break;
         }
-        case P::chunk_data: {
-          std::size_t take = std::min(c.remaining, c.in.size());
-          c.req.body.append(c.in, 0, take);
-          c.in.erase(0, take);
-          c.remaining -= take;
-          if (c.remaining > 0) return;
+        case P::chunk_data:
+          if (!take_body(c)) return;
           c.phase = P::chunk_crlf;
           break;
-        }
         case P::chunk_crlf: {
           if (c.in.size() < 2) return;
           if (c.in[0] != '\r' || c.in[1] != '\n') return refuse(c, 400);
