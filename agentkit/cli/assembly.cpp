@@ -24,27 +24,12 @@ std::string env_value(const char* name) {
   return value ? std::string(value) : std::string();
 }
 
-// `text` with each ${NAME} replaced by the environment variable's value.
-// Throws ConfigError naming a variable that is unset or empty (never a value).
-std::string expand_env(const std::string& text, const AgentConfig& config, int line) {
-  std::string out;
-  std::size_t at = 0;
-  while (true) {
-    const auto open = text.find("${", at);
-    if (open == std::string::npos) break;
-    const auto close = text.find('}', open);
-    if (close == std::string::npos) break;
-    const std::string name = text.substr(open + 2, close - open - 2);
-    const std::string value = env_value(name.c_str());
-    if (value.empty()) throw ConfigError(config.file, line, "environment variable '" + name + "' is not set");
-    out += text.substr(at, open - at) + value;
-    at = close + 1;
-  }
-  return out + text.substr(at);
-}
-
 void expand_all(std::vector<std::pair<std::string, std::string>>& pairs, const AgentConfig& config, int line) {
-  for (auto& pair : pairs) pair.second = expand_env(pair.second, config, line);
+  try {
+    for (auto& pair : pairs) pair.second = expand_env(pair.second, "");
+  } catch (const ToolDataError& e) {
+    throw ConfigError(config.file, line, e.problem());
+  }
 }
 
 // The key a definition's model is resolved by: its model string, plus the

@@ -12,6 +12,7 @@
 
 #include <agentkit/detail/enum_table.h>
 #include <agentkit/egress.h>
+#include <agentkit/json.h>
 #include <agentkit/providers/models.h>
 #include <agentkit/providers/rest_tool.h>
 #include <agentkit/providers/tool_data.h>
@@ -327,11 +328,23 @@ class Loader {
   }
 
  private:
+  // YAML is UTF-8 text; a file that is not would carry its bytes into
+  // prompts, descriptions and requests. Refused at the first bad line.
+  static void refuse_ill_formed_utf8(const fs::path& file, std::string_view text) {
+    int line = 1;
+    for (std::size_t start = 0; start < text.size(); ++line) {
+      const std::size_t end = std::min(text.find('\n', start), text.size());
+      if (!is_valid_utf8(text.substr(start, end - start))) throw ConfigError(file, line, "the line is not valid UTF-8");
+      start = end + 1;
+    }
+  }
+
   static YAML::Node parse(const fs::path& file) {
     std::ifstream in(file);
     if (!in) throw ConfigError(file, 0, "cannot read the file");
     std::stringstream text;
     text << in.rdbuf();
+    refuse_ill_formed_utf8(file, text.str());
     try {
       YAML::Node root = YAML::Load(text.str());
       if (!root.IsDefined() || root.IsNull()) throw ConfigError(file, 0, "the file is empty; see `agentkit --help`");

@@ -63,7 +63,9 @@ std::string preview(const Json& value, std::size_t max_chars) {
   std::string out;
   append_preview(value, out, 0, max_chars);
   if (out.size() > max_chars) {
-    out.resize(max_chars);
+    std::size_t end = max_chars;
+    while (end > 0 && (static_cast<unsigned char>(out[end]) & 0xC0) == 0x80) --end;  // not inside a character
+    out.resize(end);
     out += "...";
   }
   return out;

@@ -2,19 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include <agentkit/errors.h>
 
 namespace agentkit {
 namespace {
-
-// A value for an error message: short, one line.
-std::string shown(const Json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -63,7 +57,7 @@ std::vector<ToolPtr> load_function(const Json& body, const std::string& path, co
   spec.description = r.get_or<std::string>("description", {});
   spec.parameters = Schema{{"type", "object"}};
   if (r.has("parameters")) {
-    if (!r.value("parameters").is_object()) r.fail("parameters", "must be a JSON Schema object, not " + shown(r.value("parameters")));
+    if (!r.value("parameters").is_object()) r.fail("parameters", "must be a JSON Schema object, not " + ToolDataReader::shown(r.value("parameters")));
     spec.parameters = Schema(r.value("parameters"));
   }
   spec.effects.side_effecting = r.get_or<bool>("side_effecting", true);  // unknown: assume it acts
@@ -105,6 +99,32 @@ const Json& ToolDataReader::value(std::string_view key) const {
 
 void ToolDataReader::fail_at(const std::string& path, const std::string& problem) {
   throw ToolDataError(path, problem);
+}
+
+std::string expand_env(std::string_view text, const std::string& path) {
+  std::string out;
+  std::size_t at = 0;
+  while (true) {
+    const auto open = text.find("${", at);
+    if (open == std::string_view::npos) break;
+    const auto close = text.find('}', open);
+    if (close == std::string_view::npos) break;
+    const std::string name(text.substr(open + 2, close - open - 2));
+    const char* value = std::getenv(name.c_str());
+    if (!value || !*value) ToolDataReader::fail_at(path, "environment variable '" + name + "' is not set");
+    out.append(text.substr(at, open - at)).append(value);
+    at = close + 1;
+  }
+  return out.append(text.substr(at));
+}
+
+std::string ToolDataReader::shown(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() <= 40) return text;
+  std::size_t end = 37;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // not inside a character
+  text.resize(end);
+  return text + "...";
 }
 
 template <>
@@ -237,7 +257,7 @@ ToolPtr ToolCatalog::function(std::string_view name) const {
 std::vector<ToolPtr> ToolCatalog::load(const Json& entry, const std::string& path) const {
   if (!entry.is_object() || entry.size() != 1) {
     ToolDataReader::fail_at(path, "a tool entry is an object with exactly one key, its kind (one of " +
-                                      joined(kinds()) + "), not " + shown(entry));
+                                      joined(kinds()) + "), not " + ToolDataReader::shown(entry));
   }
   const std::string& name = entry.begin().key();
   auto kind = kinds_.find(name);
@@ -254,7 +274,7 @@ std::vector<ToolPtr> ToolCatalog::load(const Json& entry, const std::string& pat
 }
 
 std::vector<ToolPtr> ToolCatalog::load_all(const Json& entries, const std::string& path) const {
-  if (!entries.is_array()) ToolDataReader::fail_at(path, "must be a list of tool entries, not " + shown(entries));
+  if (!entries.is_array()) ToolDataReader::fail_at(path, "must be a list of tool entries, not " + ToolDataReader::shown(entries));
   std::vector<ToolPtr> tools;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     std::vector<ToolPtr> some = load(entries[i], path + "/" + std::to_string(i));

@@ -1,7 +1,6 @@
 #include <agentkit/providers/tool_data.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <mutex>
 
 #include <agentkit/detail/enum_table.h>
@@ -42,7 +41,7 @@ Json pairs_to_json(const std::vector<std::pair<std::string, std::string>>& pairs
 
 // An approval rule, parsed now: a syntax error names the rule's path.
 Condition rule_at(const Json& value, const std::string& path) {
-  if (!value.is_string()) ToolDataReader::fail_at(path, "must be a rule (a string), not " + value.dump());
+  if (!value.is_string()) ToolDataReader::fail_at(path, "must be a rule (a string), not " + ToolDataReader::shown(value));
   try {
     return Condition::parse(value.get<std::string>());
   } catch (const ConditionSyntaxError& e) {
@@ -65,7 +64,7 @@ RestParam param_from_json(const Json& body, const std::string& path, const RestT
   param.options.required = r.get_or<bool>("required", true);
   if (r.has("default")) param.options.default_value = r.value("default");
   if (r.has("enum")) {
-    if (!r.value("enum").is_array()) r.fail("enum", "must be a list of values, not " + r.value("enum").dump());
+    if (!r.value("enum").is_array()) r.fail("enum", "must be a list of values, not " + ToolDataReader::shown(r.value("enum")));
     param.options.allowed.assign(r.value("enum").begin(), r.value("enum").end());
   }
   return param;
@@ -85,23 +84,6 @@ Json param_to_json(const RestParam& p) {
 
 // `text` with each ${NAME} replaced from the environment; an unset or empty
 // variable is an error naming it (never a value).
-std::string expand_env(const std::string& text, const std::string& path) {
-  std::string out;
-  std::size_t at = 0;
-  while (true) {
-    const auto open = text.find("${", at);
-    if (open == std::string::npos) break;
-    const auto close = text.find('}', open);
-    if (close == std::string::npos) break;
-    const std::string name = text.substr(open + 2, close - open - 2);
-    const char* value = std::getenv(name.c_str());
-    if (!value || !*value) ToolDataReader::fail_at(path, "environment variable '" + name + "' is not set");
-    out += text.substr(at, open - at) + value;
-    at = close + 1;
-  }
-  return out + text.substr(at);
-}
-
 std::string names_of(const std::vector<ToolPtr>& tools) {
   std::string out;
   for (const auto& tool : tools) out += (out.empty() ? "" : ", ") + tool->name();
@@ -173,7 +155,7 @@ RestToolDefinition rest_from_json(const Json& body, const std::string& path) {
   def.max_response_bytes = static_cast<std::size_t>(r.get_or<int>("max_response_bytes", 1 << 20));
   if (r.has("params")) {
     const Json& params = r.value("params");
-    if (!params.is_array()) r.fail("params", "must be a list, not " + params.dump());
+    if (!params.is_array()) r.fail("params", "must be a list, not " + ToolDataReader::shown(params));
     for (std::size_t i = 0; i < params.size(); ++i) {
       def.params.push_back(param_from_json(params[i], r.path("params") + "/" + std::to_string(i), def));
     }
@@ -246,7 +228,7 @@ McpServerEntry mcp_from_json(const Json& body, const std::string& path) {
       if (r.value("requires_approval").get<bool>()) server.requires_approval = {"*"};
     } else if (!r.value("requires_approval").is_array()) {
       r.fail("requires_approval", "must be true, false or a list of tool name patterns, not " +
-                                      r.value("requires_approval").dump());
+                                      ToolDataReader::shown(r.value("requires_approval")));
     } else {
       server.requires_approval = r.get<std::vector<std::string>>("requires_approval").value();
     }
@@ -254,7 +236,7 @@ McpServerEntry mcp_from_json(const Json& body, const std::string& path) {
   if (r.has("approve_if")) {
     const Json& rules = r.value("approve_if");
     if (!rules.is_object()) {
-      r.fail("approve_if", "must map tool names (or patterns) to rules, not " + rules.dump());
+      r.fail("approve_if", "must map tool names (or patterns) to rules, not " + ToolDataReader::shown(rules));
     }
     for (const auto& item : rules.items()) {
       server.approve_if.emplace_back(item.key(), rule_at(item.value(), r.path("approve_if") + "/" + item.key()));

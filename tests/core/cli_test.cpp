@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "../helpers/paths.h"
 #include "../helpers/wire_replies.h"
 #include "cli_support.h"
 
@@ -891,6 +892,15 @@ TEST_CASE("invalid definitions are rejected with file and line and what is accep
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Matches(std::regex_replace(file.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
                                      R"(:[34]:[0-9]+: .+\n)"));
+  }
+  SECTION("a file that is not UTF-8, in a value a reader only reports") {
+    // The bytes once reached a JSON dump in an error message and crashed
+    // `agentkit` with nlohmann's type_error (found by fuzz_cli_config).
+    const auto file = dir.write(
+        "bin.yaml", agent_yaml(model, "tools:\n  - rest:\n      name: refund\n      params: \"order \xFF\x9D\"\n"));
+    const Outcome r = run_cli(dir, {"validate", file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("bin.yaml:9: the line is not valid UTF-8") != std::string::npos);
   }
   SECTION("a value of the wrong type, a missing field, a bad choice") {
     const auto wrong = dir.write("w.yaml", agent_yaml(model, "limits: {max_iterations: ten}\n"));

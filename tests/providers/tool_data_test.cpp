@@ -26,6 +26,9 @@ using agentkit::Json;
 using agentkit::RunContext;
 using agentkit::ToolCatalog;
 using agentkit::ToolDataError;
+using agentkit::ToolDataReader;
+using agentkit::expand_env;
+using agentkit::is_valid_utf8;
 using agentkit::ToolPtr;
 using agentkit::ToolRequest;
 using agentkit::ToolResult;
@@ -217,6 +220,57 @@ TEST_CASE("tool data: a bad description is refused with the JSON path of the val
   CHECK(error_of(Json::array({mcp})) == "/tools/0/mcp: needs exactly one of 'command' (a stdio server) and 'url' (Streamable HTTP)");
   mcp = {{"mcp", {{"name", "fs"}, {"command", "npx"}, {"args", {"-y", 8080}}}}};
   CHECK(error_of(Json::array({mcp})) == "/tools/0/mcp/args/1: must be a string, not 8080");
+}
+
+TEST_CASE("tool data: a value of ill-formed UTF-8 in an error message is shown, not thrown as a JSON error",
+          "[tool_data][errors]") {
+  // A YAML or JSON reader may hand over any bytes; the message shows them
+  // replaced (nlohmann's dump() of them throws type_error 316).
+  ToolCatalog catalog;
+  catalog_with_kinds(catalog);
+  const std::string bad = "order \xFF\xFE to re\x9D" + std::string(60, 'x');
+  const Json base = {{"rest",
+                      {{"name", "refund"},
+                       {"description", "Refunds an order and returns the refund record."},
+                       {"url", "https://pay.example.com/refunds"},
+                       {"side_effecting", true}}}};
+  for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
+           {"params", bad}, {"requires_approval", bad}, {"approve_if", Json::array({bad})}, {"name", Json::array({bad})}}) {
+    Json entry = base;
+    entry["rest"][key] = value;
+    try {
+      catalog.load_all(Json::array({entry}), "/tools");
+      FAIL("loaded with " << key);
+    } catch (const ToolDataError& e) {
+      const std::string message = e.what();
+      CHECK_THAT(message, Catch::StartsWith("/tools/0/rest/" + key + ": "));
+      CHECK(is_valid_utf8(message));
+    }
+  }
+  // A cut at the length limit never splits a character.
+  const std::string shown = ToolDataReader::shown(Json(std::string(31, 'a') + "\u00e9\u00e9\u00e9\u00e9\u00e9"));
+  CHECK(shown.size() <= 40);
+  CHECK(is_valid_utf8(shown));
+  CHECK_THAT(shown, Catch::EndsWith("..."));
+}
+
+TEST_CASE("tool data: expand_env reads each variable and names, never shows, a missing one", "[tool_data][env]") {
+  const EnvVar token("AGENTKIT_TEST_ENV_TOKEN", "s3cret");
+  const EnvVar host("AGENTKIT_TEST_ENV_HOST", "shop.local");
+  ::unsetenv("AGENTKIT_TEST_ENV_MISSING");
+  CHECK(expand_env("Bearer ${AGENTKIT_TEST_ENV_TOKEN} at ${AGENTKIT_TEST_ENV_HOST}!", "/h") ==
+        "Bearer s3cret at shop.local!");
+  CHECK(expand_env("no placeholders, a lone $ and ${unterminated", "/h") == "no placeholders, a lone $ and ${unterminated");
+  try {
+    expand_env("${AGENTKIT_TEST_ENV_TOKEN}:${AGENTKIT_TEST_ENV_MISSING}", "/tools/0/mcp/env/KEY");
+    FAIL("expanded a missing variable");
+  } catch (const ToolDataError& e) {
+    CHECK(e.path() == "/tools/0/mcp/env/KEY");
+    CHECK(e.problem() == "environment variable 'AGENTKIT_TEST_ENV_MISSING' is not set");
+    CHECK(std::string(e.what()).find("s3cret") == std::string::npos);
+  }
+  const EnvVar empty("AGENTKIT_TEST_ENV_MISSING", "");
+  CHECK_THROWS_AS(expand_env("${AGENTKIT_TEST_ENV_MISSING}", "/h"), ToolDataError);
 }
 
 // --------------------------------------------------------------- functions

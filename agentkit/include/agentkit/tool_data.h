@@ -109,6 +109,9 @@ class ToolDataReader {
 
   [[noreturn]] void fail(std::string_view key, const std::string& problem) const { fail_at(path(key), problem); }
   [[noreturn]] static void fail_at(const std::string& path, const std::string& problem);
+  // A value for an error message: one line of at most 40 characters, any
+  // ill-formed UTF-8 replaced (a value read from a file may hold anything).
+  static std::string shown(const Json& value);
 
  private:
   const Json& object_;
@@ -201,6 +204,11 @@ class ToolCatalog {
   mutable std::mutex mutex_;
   mutable std::map<const Tool*, Origin> origins_;  // guarded by mutex_
 };
+
+// `text` with each ${NAME} replaced by the environment variable's value. An
+// unset or empty variable is a ToolDataError at `path` that names it (never a
+// value). Example: expand_env("Bearer ${SHOP_TOKEN}", "/tools/0/mcp/headers/Authorization").
+std::string expand_env(std::string_view text, const std::string& path);
 
 // The entry body of a function tool: {"name", "description", "parameters",
 // "side_effecting", "idempotent", "requires_approval"} (parameters omitted
