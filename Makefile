@@ -48,6 +48,9 @@ export CCACHE_NOHASHDIR ?= 1
 # Paths under the checkout are hashed relative to it, so another clone or
 # worktree of the project reuses the same cache entries.
 export CCACHE_BASEDIR ?= $(CURDIR)
+# The test executables use precompiled headers: without these ccache counts
+# each of their objects as uncacheable and every clone compiles them again.
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c

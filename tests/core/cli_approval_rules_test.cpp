@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "../helpers/paths.h"
 #include "../helpers/wire_replies.h"
 #include "cli_support.h"
 

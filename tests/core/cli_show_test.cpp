@@ -21,6 +21,7 @@
 #include <agentkit/testing/span_recorder.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/wire_replies.h"
 #include "cli_support.h"
 

@@ -27,6 +27,7 @@
 #include <agentkit/json.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/files.h"
 
 namespace agentkit_test::cli {

@@ -14,6 +14,7 @@
 #include <agentkit/providers/tool_format.h>
 #include <agentkit/tool_data.h>
 
+#include "../helpers/paths.h"
 #include "cli_support.h"
 
 using namespace agentkit_test::cli;

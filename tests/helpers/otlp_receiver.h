@@ -25,6 +25,7 @@
 
 #include <agentkit/json.h>
 
+#include "paths.h"
 #include "files.h"
 
 namespace agentkit_test {
@@ -51,8 +52,8 @@ class Receiver {
     const std::string modules =
         std::string(AGENTKIT_OTEL_RECEIVER_DIR) + "/node_modules/@opentelemetry/otlp-transformer";
     if (!std::filesystem::exists(modules)) {
-      FAIL("the OTLP receiver's packages are not installed in " AGENTKIT_OTEL_RECEIVER_DIR
-           ": run `ctest -R otel.npm_ci` (npm ci from tests/otel/package-lock.json)");
+      FAIL("the OTLP receiver's packages are not installed in "
+           << AGENTKIT_OTEL_RECEIVER_DIR << ": run `ctest -R otel.npm_ci` (npm ci from tests/otel/package-lock.json)");
     }
     static std::atomic<int> counter{0};
     out_ = (std::filesystem::temp_directory_path() /

@@ -2,6 +2,7 @@
 // and the typed errors the provider tests expect.
 #pragma once
 
+#include "paths.h"
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -76,6 +77,6 @@ E error_of(const std::function<void()>& f) {
 #define WIRE_FIXTURES_OR_SKIP(dir, folder)                                                                    \
   const auto dir = agentkit_test::wire_fixtures(folder);                                                      \
   if (!dir) {                                                                                                 \
-    WARN("skipping the recorded traffic: " AGENTKIT_SHARED_DIR "/fixtures/wire/" folder " not found");       \
+    WARN("skipping the recorded traffic: " << AGENTKIT_SHARED_DIR << "/fixtures/wire/" folder " not found"); \
     return;                                                                                                   \
   }

@@ -5,13 +5,13 @@ set(AGENTKIT_MCP_SERVERS_DIR ${PROJECT_BINARY_DIR}/mcp-servers)
 agentkit_npm_fixture(mcp_servers mcp ${AGENTKIT_MCP_SERVERS_DIR})
 
 agentkit_test_suite(mcp FIXTURES_REQUIRED mcp_servers)
-target_compile_definitions(agentkit_mcp_tests PRIVATE
-  AGENTKIT_NODE="${AGENTKIT_NODE}"
-  AGENTKIT_MCP_SERVERS_DIR="${AGENTKIT_MCP_SERVERS_DIR}"
-  AGENTKIT_MCP_FAKE_SERVER="${CMAKE_CURRENT_SOURCE_DIR}/mcp/fake_server.mjs"
-  AGENTKIT_MCP_LOOPBACK_PRELOAD="${CMAKE_CURRENT_SOURCE_DIR}/mcp/loopback_only.cjs")
+agentkit_test_paths(agentkit_mcp_tests
+  AGENTKIT_NODE node "${AGENTKIT_NODE}"
+  AGENTKIT_MCP_SERVERS_DIR mcp_servers_dir "${AGENTKIT_MCP_SERVERS_DIR}"
+  AGENTKIT_MCP_FAKE_SERVER mcp_fake_server "${CMAKE_CURRENT_SOURCE_DIR}/mcp/fake_server.mjs"
+  AGENTKIT_MCP_LOOPBACK_PRELOAD mcp_loopback_preload "${CMAKE_CURRENT_SOURCE_DIR}/mcp/loopback_only.cjs")
 # The server tests also run `agentkit serve` as a child.
 if(TARGET agentkit)
   add_dependencies(agentkit_mcp_tests agentkit)
-  target_compile_definitions(agentkit_mcp_tests PRIVATE AGENTKIT_CLI="$<TARGET_FILE:agentkit>")
+  agentkit_test_paths(agentkit_mcp_tests AGENTKIT_CLI cli "$<TARGET_FILE:agentkit>")
 endif()

@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for the MCP tests: where node, the reference servers and the
 // fake server are, a client factory, a log capture and a bounded wait.
+#include "../helpers/paths.h"
 #include <chrono>
 #include <functional>
 #include <memory>

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../helpers/paths.h"
 #include "mcp_support.h"
 
 namespace {

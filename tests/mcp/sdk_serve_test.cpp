@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../helpers/paths.h"
 #include "../helpers/wire_replies.h"
 #include "mcp_support.h"
 #include "server_support.h"

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../helpers/paths.h"
 #include "mcp_support.h"
 
 using namespace agentkit;

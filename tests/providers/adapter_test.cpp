@@ -13,6 +13,7 @@
 #include <agentkit/providers/anthropic.h>
 #include <agentkit/providers/openai.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/files.h"
 #include "../helpers/sse_decode.h"
 #include "../helpers/wire_fixtures.h"
@@ -303,7 +304,7 @@ void check_chunking_invariance(const fs::path& file, std::mt19937& rng) {
 TEST_CASE("conformance: every recorded stream decodes the same in any chunking", "[adapter][conformance]") {
   auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
-    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; chunking invariance not checked");
+    WARN("skipping: " << AGENTKIT_SHARED_DIR << "/fixtures/wire not found; chunking invariance not checked");
     return;
   }
   std::mt19937 rng(20261130);
@@ -327,7 +328,7 @@ TEST_CASE("conformance: every recorded stream decodes the same in any chunking",
 TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes", "[adapter][conformance]") {
   auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
-    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; adapter conformance not checked");
+    WARN("skipping: " << AGENTKIT_SHARED_DIR << "/fixtures/wire not found; adapter conformance not checked");
     return;
   }
   int files = 0, calls = 0;
@@ -398,7 +399,7 @@ TEST_CASE("conformance: every recorded OpenAI chat / compatible fixture decodes"
 TEST_CASE("conformance: every recorded Anthropic fixture decodes", "[adapter][conformance]") {
   auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
-    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; adapter conformance not checked");
+    WARN("skipping: " << AGENTKIT_SHARED_DIR << "/fixtures/wire not found; adapter conformance not checked");
     return;
   }
   int files = 0, calls = 0;

@@ -16,6 +16,7 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/files.h"
 #include "../helpers/sse_decode.h"
 

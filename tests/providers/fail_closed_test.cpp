@@ -21,6 +21,7 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/wire_fixtures.h"
 
 using agentkit::Json;
@@ -187,7 +188,7 @@ TEST_CASE("every recorded stream reads through ReplyReader as complete, or as it
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(AGENTKIT_SHARED_DIR) / "fixtures" / "wire";
   if (!fs::is_directory(dir)) {
-    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found");
+    WARN("skipping: " << AGENTKIT_SHARED_DIR << "/fixtures/wire not found");
     return;
   }
   int complete = 0;

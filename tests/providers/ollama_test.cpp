@@ -18,6 +18,7 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/files.h"
 #include "../helpers/wire_fixtures.h"
 
@@ -90,7 +91,7 @@ TEST_CASE("Ollama request body: the documented message shapes, tool_name on resu
     CHECK(ours["function"]["parameters"]["required"] == theirs["function"]["parameters"]["required"]);
     CHECK(ours["function"]["parameters"]["properties"]["city"]["type"] == "string");
   } else {
-    WARN("skipping the comparison with the documented request: " AGENTKIT_SHARED_DIR "/fixtures/wire/ollama not found");
+    WARN("skipping the comparison with the documented request: " << AGENTKIT_SHARED_DIR << "/fixtures/wire/ollama not found");
   }
   CHECK(body["messages"][2] == Json({{"role", "tool"}, {"content", "11 degrees celsius"}, {"tool_name", "get_weather"}}));
   // A call with an id (newer servers send one) goes back with it, and a system prompt leads.
@@ -202,7 +203,7 @@ TEST_CASE("Ollama replies: the documented bodies decode, errors are typed, a bod
     const auto e = error_of([&] { read_reply({read_file(*dir / "error_body_docs.json")}, {200, {{"content-type", "application/json"}}}, false); });
     CHECK_THAT(e.what(), Catch::Contains("the model failed to generate a response"));
   } else {
-    WARN("skipping the documented Ollama replies: " AGENTKIT_SHARED_DIR "/fixtures/wire/ollama not found");
+    WARN("skipping the documented Ollama replies: " << AGENTKIT_SHARED_DIR << "/fixtures/wire/ollama not found");
   }
   const Json thinking = {{"message", {{"role", "assistant"}, {"content", "4"}, {"thinking", "2+2"}}},
                          {"done", true}, {"done_reason", "length"}};

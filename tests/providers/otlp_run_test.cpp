@@ -20,6 +20,7 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/otlp_receiver.h"
 #include "../helpers/tool_calls.h"
 

@@ -19,6 +19,7 @@
 
 #include <agentkit/providers/sse.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/files.h"
 
 // Defined in providers/src/sse.cpp: SseDecoder's own line splitter, exposed

@@ -22,6 +22,7 @@
 #include <agentkit/testing/test_context.h>
 #include <agentkit/testing/wire_server.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/wire_fixtures.h"
 
 namespace fs = std::filesystem;
@@ -203,7 +204,7 @@ agentkit::ToolPtr counted_tool(std::atomic<int>& runs) {
 TEST_CASE("recorded OpenAI streams: tool-call deltas join to the reply's calls", "[deltas][openai][conformance]") {
   auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
-    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; recorded tool-call deltas not checked");
+    WARN("skipping: " << AGENTKIT_SHARED_DIR << "/fixtures/wire not found; recorded tool-call deltas not checked");
     return;
   }
   int streams = 0;
@@ -245,7 +246,7 @@ TEST_CASE("recorded OpenAI streams: tool-call deltas join to the reply's calls",
 TEST_CASE("recorded Anthropic streams: deltas join to the reply, text before tool calls", "[deltas][anthropic][conformance]") {
   auto dir = agentkit_test::wire_fixtures();
   if (!dir) {
-    WARN("skipping: " AGENTKIT_SHARED_DIR "/fixtures/wire not found; recorded tool-call deltas not checked");
+    WARN("skipping: " << AGENTKIT_SHARED_DIR << "/fixtures/wire not found; recorded tool-call deltas not checked");
     return;
   }
   int streams = 0;

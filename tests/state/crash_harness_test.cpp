@@ -25,6 +25,7 @@
 
 #include <agentkit/state/sqlite_store.h>
 
+#include "../helpers/paths.h"
 #include "../helpers/durable_workload.h"
 
 extern char** environ;
