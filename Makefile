@@ -14,7 +14,7 @@
 PACKAGES := cmake g++ make pkg-config ccache \
             libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev \
             catch2 libtrompeloeil-cpp-dev libsqlite3-dev libssl-dev \
-            clang-14 libclang-rt-14-dev lld chromium bubblewrap
+            clang-14 libclang-rt-14-dev chromium bubblewrap
 
 DEMO            ?= example_06_switch_providers
 BUILD_DIR       ?= build
