@@ -423,3 +423,106 @@ TEST_CASE("a model call that failed is recorded and fails the replay the same wa
   CHECK(replayed.failure->code == recorded.failure->code);
   CHECK_THAT(replayed.failure->message, Catch::Contains("provider fell over"));
 }
+
+TEST_CASE("turns_from makes a recorded run a FakeLLM script: same answer, the tools run, parts kept",
+          "[replay][fake_llm]") {
+  Counts n;
+  agentkit::RunResult recorded;
+  const Cassette cassette = record_lisbon(n, &recorded);
+  const std::string path = temp_path("agentkit_turns_from_lisbon.json");
+  cassette.save(path);
+
+  // One line: the recorded run's decisions drive the tools under test.
+  auto llm = FakeLLM::script(agentkit::testing::turns_from(Cassette::load(path)));
+  std::remove(path.c_str());
+  Counts m;
+  Agent agent("atlas", "fake", "You answer questions about cities.", react({lookup(m), refund(m), upsert(m)}));
+  auto ctx = make_test_ctx({.llm = llm});
+  auto result = agent.run("How big is Lisbon? Also refund A-1.", ctx);
+  CHECK(result.stop_reason == StopReason::answered);
+  CHECK(result.output == recorded.output);
+  CHECK(m.lookups == 1);
+  CHECK(m.refunds == 1);  // a FakeLLM script is no replay: every tool runs
+  CHECK(m.upserts == 1);
+  CHECK(llm->remaining() == 0);
+  REQUIRE(llm->requests().size() == 2);
+  CHECK(llm->requests()[1].messages.size() == cassette.model_steps[1].request["messages"].size());
+  CHECK(result.usage.input_tokens == recorded.usage.input_tokens);
+
+  SECTION("reasoning with its signature, a refusal, usage and finish reason survive the cassette") {
+    auto source = FakeLLM::script({Turn{.content = "42",
+                                        .parts = {agentkit::ReasoningPart{.text = "6 * 7", .signature = "sig-1",
+                                                                          .provider = "anthropic"}},
+                                        .usage = {31, 7, 0},
+                                        .finish_reason = "length"}});
+    Agent plain("plain", "fake", "You answer in one word.");
+    auto record_ctx = make_test_ctx({.llm = source});
+    Recorder recorder;
+    recorder.attach(record_ctx);
+    REQUIRE(plain.run("What is six times seven?", record_ctx).stop_reason != StopReason::failed);
+    const auto turns = agentkit::testing::turns_from(Cassette::from_json(recorder.cassette().to_json()));
+    REQUIRE(turns.size() == 1);
+    REQUIRE(turns[0].parts.size() == 2);
+    const auto* reasoning = std::get_if<agentkit::ReasoningPart>(&turns[0].parts[0]);
+    REQUIRE(reasoning);
+    CHECK(reasoning->signature == "sig-1");
+    CHECK(reasoning->provider == "anthropic");
+    CHECK(std::get<agentkit::TextPart>(turns[0].parts[1]).text == "42");
+    CHECK(turns[0].usage.input_tokens == 31);
+    CHECK(turns[0].usage.output_tokens == 7);
+    CHECK(turns[0].finish_reason == "length");
+  }
+
+  SECTION("a run's steps alone, sub-runs apart, every step in recording order") {
+    auto researcher = std::make_shared<Agent>("researcher", "fake", "You summarise a topic in one sentence.");
+    auto tool = agentkit::as_tool(researcher, {.name = "researcher",
+                                               .description = "Delegate a research sub-task and get a summary back.",
+                                               .side_effecting = false});
+    Agent lead("lead", "fake", "You answer by delegating research.", react({tool}));
+    auto record_ctx = make_test_ctx({.llm = FakeLLM::script({
+                                         Turn{.tool_calls = {call("c1", "researcher", {{"task", "octopus dens"}})}},
+                                         Turn{.content = "Octopuses build dens."},
+                                         Turn{.content = "They build dens."},
+                                     })});
+    Recorder recorder;
+    recorder.attach(record_ctx);
+    REQUIRE(lead.run("Do octopuses build?", record_ctx).stop_reason == StopReason::answered);
+    const Cassette octopus = recorder.cassette();
+    CHECK(agentkit::testing::turns_from(octopus, "run1").size() == 2);
+    const auto sub = agentkit::testing::turns_from(octopus, "run1/1/c1");
+    REQUIRE(sub.size() == 1);
+    CHECK(std::get<agentkit::TextPart>(sub[0].parts.at(0)).text == "Octopuses build dens.");
+    const auto all = agentkit::testing::turns_from(octopus);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0].tool_calls.at(0).name == "researcher");
+    CHECK(std::get<agentkit::TextPart>(all[1].parts.at(0)).text == "Octopuses build dens.");
+
+    auto again = FakeLLM::script(all);
+    auto again_ctx = make_test_ctx({.llm = again});
+    CHECK(lead.run("Do octopuses build?", again_ctx).output == "They build dens.");
+  }
+
+  SECTION("a recorded failure throws again, no steps or an unreadable reply is a CassetteError") {
+    auto failing_ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.throws = "provider fell over"}})});
+    Recorder recorder;
+    recorder.attach(failing_ctx);
+    Agent failing("atlas", "fake", "You answer questions about cities.", react({lookup(m)}));
+    REQUIRE(failing.run("How big is Lisbon?", failing_ctx).stop_reason == StopReason::failed);
+    Cassette failed = recorder.cassette();
+    const auto turns = agentkit::testing::turns_from(failed);
+    REQUIRE(turns.size() == 1);
+    CHECK(turns[0].throws == "provider fell over");
+    auto again_ctx = make_test_ctx({.llm = FakeLLM::script(turns)});
+    auto again = failing.run("How big is Lisbon?", again_ctx);
+    CHECK(again.stop_reason == StopReason::failed);
+    REQUIRE(again.failure);
+    CHECK_THAT(again.failure->message, Catch::Contains("provider fell over"));
+
+    CHECK_THROWS_WITH(agentkit::testing::turns_from(cassette, "run9"),
+                      Catch::Contains("the cassette records no model step of run 'run9'"));
+    CHECK_THROWS_AS(agentkit::testing::turns_from(Cassette{}), CassetteError);
+    Cassette tampered = cassette;
+    tampered.model_steps[1].response["message"] = 5;
+    CHECK_THROWS_WITH(agentkit::testing::turns_from(tampered), Catch::Contains("the reply at run1#2 cannot be read"));
+  }
+}
