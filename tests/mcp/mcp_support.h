@@ -3,12 +3,18 @@
 // fake server are, a client factory, a log capture and a bounded wait.
 #include "../helpers/paths.h"
 #include <chrono>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -74,6 +80,34 @@ inline bool eventually(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return done();
+}
+
+// The URL `agentkit serve --http` prints on its stderr ("serving MCP on URL"),
+// read from `err_file` for up to 30 s; empty when it never came.
+inline std::string served_url(const std::string& err_file) {
+  std::string url;
+  eventually([&] {
+    std::stringstream text;
+    text << std::ifstream(err_file).rdbuf();
+    const std::string s = text.str();
+    const auto at = s.find("serving MCP on ");
+    const auto end = at == std::string::npos ? at : s.find('\n', at);
+    if (end == std::string::npos) return false;
+    url = s.substr(at + 15, end - at - 15);
+    return true;
+  }, std::chrono::seconds(30));
+  return url;
+}
+
+// SIGINT to a served child, then its wait status; nullopt when it did not
+// exit within 10 s (it is then killed and reaped).
+inline std::optional<int> interrupt_and_reap(pid_t pid) {
+  ::kill(pid, SIGINT);
+  int status = -1;
+  if (eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; })) return status;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return std::nullopt;
 }
 
 }  // namespace mcp_test

@@ -5,74 +5,19 @@
 // non-zero when the transport fails.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
-
 #include <nlohmann/json.hpp>
 
-#include "../helpers/paths.h"
-#include "mcp_support.h"
+#include "sdk_client_support.h"
 
 namespace {
 
 using nlohmann::json;
 
-// sdk_client.mjs sits next to fake_server.mjs.
-std::string sdk_client_script() {
-  return (std::filesystem::path(mcp_test::fake_server_script()).parent_path() / "sdk_client.mjs").string();
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Run {
-  int exit_code = -1;
-  std::vector<json> lines;
-  // The line printed for step `i`.
-  json step(int i) const {
-    for (const auto& l : lines)
-      if (l.contains("step") && l["step"] == i) return l;
-    return json();
-  }
-  json op(const std::string& name) const {
-    for (const auto& l : lines)
-      if (l.value("op", "") == name && !l.contains("step")) return l;
-    return json();
-  }
-};
-
-// Runs the harness with `steps` (written to a temp file) and `transport` args; stdout parsed per line.
-Run run_client(const json& steps, const std::vector<std::string>& transport) {
-  const auto script = std::filesystem::temp_directory_path() /
-                      ("agentkit_sdk_steps_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(script) << steps.dump();
-  std::string cmd = quoted(mcp_test::node()) + " " + quoted(sdk_client_script()) + " --modules " +
-                    quoted(AGENTKIT_MCP_SERVERS_DIR) + " --script " + quoted(script.string());
-  for (const auto& a : transport) cmd += " " + quoted(a);
-  cmd += " 2>/dev/null";
-  Run run;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  std::filesystem::remove(script);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) run.lines.push_back(json::parse(line));
-  return run;
-}
+using mcp_test::run_sdk_client;
+using mcp_test::SdkRun;
 
 std::vector<std::string> everything_stdio() {
   return {"--stdio", mcp_test::node(), mcp_test::reference_server("everything"), "stdio"};
@@ -90,7 +35,7 @@ TEST_CASE("sdk client: lists and calls server-everything's tools over stdio at p
     {"op": "call_tool", "name": "get-sum", "arguments": {"a": "two"}},
     {"op": "ping"}
   ])");
-  const Run run = run_client(steps, everything_stdio());
+  const SdkRun run = run_sdk_client(steps, everything_stdio());
   REQUIRE(run.exit_code == 0);
   const json connect = run.op("connect");
   CHECK(connect["protocolVersion"] == "2025-11-25");
@@ -125,7 +70,7 @@ TEST_CASE("sdk client: answers an elicitation, waits for list_changed, cancels a
     {"op": "call_tool", "name": "trigger-elicitation-request"},
     {"op": "call_tool", "name": "trigger-long-running-operation", "arguments": {"duration": 3, "steps": 3}, "cancel_after_ms": 200}
   ])");
-  const Run run = run_client(steps, everything_stdio());
+  const SdkRun run = run_sdk_client(steps, everything_stdio());
   REQUIRE(run.exit_code == 0);
   // server-everything registers its elicitation tool once it sees the client's capability.
   CHECK(run.step(0)["received"] == true);
@@ -139,11 +84,11 @@ TEST_CASE("sdk client: answers an elicitation, waits for list_changed, cancels a
 
 TEST_CASE("sdk client: a server it cannot reach or that dies is a non-zero exit", "[mcp][sdk_client]") {
   const json steps = json::array({{{"op", "ping"}}});
-  const Run unreachable = run_client(steps, {"--http", "http://127.0.0.1:1/mcp"});
+  const SdkRun unreachable = run_sdk_client(steps, {"--http", "http://127.0.0.1:1/mcp"});
   CHECK(unreachable.exit_code == 2);
   CHECK(unreachable.op("connect").contains("error"));
-  const Run dead = run_client(steps, {"--stdio", mcp_test::node(), "-e", "process.exit(3)"});
+  const SdkRun dead = run_sdk_client(steps, {"--stdio", mcp_test::node(), "-e", "process.exit(3)"});
   CHECK(dead.exit_code == 2);
-  const Run usage = run_client(steps, {});
+  const SdkRun usage = run_sdk_client(steps, {});
   CHECK(usage.exit_code == 1);
 }

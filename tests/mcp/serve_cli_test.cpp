@@ -19,16 +19,25 @@ using namespace agentkit::providers;
 
 #ifdef AGENTKIT_CLI
 
-TEST_CASE("agentkit serve --stdio: lists the agent's tools and the agent, and answers calls") {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("agentkit_serve_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+namespace {
+
+// An agent keeping notes in a memory tool; its model is never asked.
+void write_atlas(const std::filesystem::path& dir) {
   std::ofstream(dir / "atlas.yaml") << "name: atlas\n"
                                        "description: Answers questions from the notes it keeps.\n"
                                        "model: ollama/llama3.2\n"
                                        "prompt: Answer from your notes.\n"
                                        "tools:\n"
                                        "  - memory: {dir: ./notes}\n";
+}
+
+}  // namespace
+
+TEST_CASE("agentkit serve --stdio: lists the agent's tools and the agent, and answers calls") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("agentkit_serve_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_atlas(dir);
   McpStdioServer child{.command = AGENTKIT_CLI,
                        .args = {"serve", (dir / "atlas.yaml").string(), "--stdio", "--store", (dir / "state.db").string()},
                        .env = {{"HOME", dir.string()}, {"AGENTKIT_LOG", "off"}}};
@@ -58,12 +67,7 @@ TEST_CASE("agentkit serve --http: serves Streamable HTTP on loopback until SIGIN
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("agentkit_serve_http_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "atlas.yaml") << "name: atlas\n"
-                                       "description: Answers questions from the notes it keeps.\n"
-                                       "model: ollama/llama3.2\n"
-                                       "prompt: Answer from your notes.\n"
-                                       "tools:\n"
-                                       "  - memory: {dir: ./notes}\n";
+  write_atlas(dir);
   const std::string err_file = (dir / "stderr.txt").string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -81,16 +85,8 @@ TEST_CASE("agentkit serve --http: serves Streamable HTTP on loopback until SIGIN
   REQUIRE(posix_spawn(&pid, AGENTKIT_CLI, &actions, nullptr, argv.data(), envp.data()) == 0);
   posix_spawn_file_actions_destroy(&actions);
 
-  std::string url;
-  const bool up = mcp_test::eventually([&] {
-    std::stringstream text;
-    text << std::ifstream(err_file).rdbuf();
-    const std::string s = text.str();
-    const auto at = s.find("serving MCP on ");
-    if (at == std::string::npos || s.find('\n', at) == std::string::npos) return false;
-    url = s.substr(at + 15, s.find('\n', at) - at - 15);
-    return true;
-  }, std::chrono::seconds(30));
+  const std::string url = mcp_test::served_url(err_file);
+  const bool up = !url.empty();
   if (up) {
     McpClient client(make_http_transport({.url = url}), {.server_name = "atlas"});
     client.connect();
@@ -98,18 +94,10 @@ TEST_CASE("agentkit serve --http: serves Streamable HTTP on loopback until SIGIN
     CHECK(client.call_tool("memory", {{"no_such_argument", 1}}).is_error);
     client.close();
   }
-  ::kill(pid, SIGINT);
-  int status = -1;
-  const bool exited = mcp_test::eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
+  const auto status = mcp_test::interrupt_and_reap(pid);
   CHECK(up);
   CHECK(url.rfind("http://127.0.0.1:", 0) == 0);
-  CHECK(exited);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK((status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
