@@ -426,18 +426,24 @@ int show_command(const ShowArgs& args) {
   return guarded([&] {
     const fs::path path = args.store.value_or(default_store_path());
     auto store = open_existing_store(path);
-    std::optional<RunView> view;
-    if (store) {
-      try {
-        view = load_view(*store, Scope{}, args.run_id);
-      } catch (const CheckpointError& e) {
-        throw Error(ErrorCode::data_loss, "run " + args.run_id + " is unreadable: " + e.what());
+    const auto view_of = [&](const std::string& run_id) {
+      std::optional<RunView> view;
+      if (store) {
+        try {
+          view = load_view(*store, Scope{}, run_id);
+        } catch (const CheckpointError& e) {
+          throw Error(ErrorCode::data_loss, "run " + first_line(run_id, 80) + " is unreadable: " + e.what());
+        }
       }
-    }
-    if (!view) throw Error(ErrorCode::not_found, "no run '" + first_line(args.run_id, 80) + "' in " + path.string());
-    for (const auto& problem : view->problems) std::cerr << "agentkit: warning: " << first_line(problem, 300) << "\n";
+      if (!view) throw Error(ErrorCode::not_found, "no run '" + first_line(run_id, 80) + "' in " + path.string());
+      for (const auto& problem : view->problems) std::cerr << "agentkit: warning: " << first_line(problem, 300) << "\n";
+      return std::move(*view);
+    };
+    const RunView view = view_of(args.run_id);
+    std::optional<RunComparison> against;
+    if (args.against) against = RunComparison{*args.against, compare_runs(view, view_of(*args.against))};
     if (args.html) {
-      const std::string page = view_html(*view);
+      const std::string page = view_html(view, against);
       if (*args.html == "-") {
         std::cout << page;
       } else {
@@ -448,13 +454,24 @@ int show_command(const ShowArgs& args) {
         std::cerr << "wrote " << args.html->string() << "\n";
       }
     } else if (args.json) {
-      std::cout << view_json(*view).dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+      Json doc = view_json(view);
+      if (against) {
+        Json differences = Json::array();
+        for (const StepDifference& d : against->differences) {
+          differences.push_back({{"where", d.where}, {"what", d.what}, {"path", d.path}, {"a", d.a}, {"b", d.b}});
+        }
+        doc["against"] = {{"run_id", against->run_id}, {"differences", std::move(differences)}};
+      }
+      std::cout << doc.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
     } else {
       std::fflush(stdout);
-      print_view(*view, stdout);
+      print_view(view, stdout);
+      if (against) {
+        std::cout << "\ncompared with run " << first_line(against->run_id, 80) << ": " << render(against->differences);
+      }
     }
     std::cout.flush();
-    return static_cast<int>(view->problems.empty() ? Exit::answered : Exit::state);
+    return static_cast<int>(view.problems.empty() ? Exit::answered : Exit::state);
   });
 }
 

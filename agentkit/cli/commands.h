@@ -55,6 +55,7 @@ struct ShowArgs {
   std::optional<std::filesystem::path> store;
   bool json = false;
   std::optional<std::filesystem::path> html;  // write the page here ("-": stdout) instead of the timeline
+  std::optional<std::string> against;          // another run to compare with, step by step (compare_runs)
 };
 
 // `agentkit runs`: the store's runs, newest first, as a table or JSON lines.

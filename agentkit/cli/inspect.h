@@ -4,6 +4,7 @@
 // document, or a self-contained HTML page (run_html.cpp) for one run.
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,15 @@ Json view_json(const RunView& view);
 // the run is escaped; a Content-Security-Policy lets only the page's own
 // script run. Its script marks #ak-status with data-state="ok" when it ran,
 // and writes any script error into #ak-errors.
-std::string view_html(const RunView& view);
+//
+// With `against` (`agentkit show A --against B`), a "Compared with run B"
+// section after the header lists compare_runs' differences as a table
+// (#ak-against), or says there are none.
+struct RunComparison {
+  std::string run_id;
+  std::vector<StepDifference> differences;
+};
+std::string view_html(const RunView& view, const std::optional<RunComparison>& against = std::nullopt);
 
 // Two cassettes' differences (agentkit::diff) as one self-contained HTML
 // page: a table of step, what differs, the JSON path and both values, every

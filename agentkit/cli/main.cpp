@@ -31,7 +31,7 @@ Usage:
   agentkit validate AGENT.yaml
   agentkit serve AGENT.yaml [--stdio | --http 127.0.0.1:PORT] [--store PATH]
   agentkit runs [--status STATUS] [--json] [--store PATH]
-  agentkit show RUN_ID [--json | --html FILE] [--store PATH]
+  agentkit show RUN_ID [--json | --html FILE] [--against RUN_ID] [--store PATH]
   agentkit diff A.json B.json [--html FILE]
   agentkit COMMAND --help | agentkit --version
 
@@ -69,6 +69,11 @@ Commands:
             answer or the error. --html FILE writes it as one self-contained
             page (timeline chart, tokens and cost per call, the conversation
             with images, approvals) that opens in any browser, offline.
+            --against OTHER compares the two stored runs step by step (by
+            position: task and outcome, each model call's reply, each tool
+            call's arguments, outcome, approvals and result, sub-runs'
+            steps; ids, times and tokens left out) after the timeline, in
+            the JSON ("against") or as a section of the page.
             Unknown RUN_ID: exit 11. A run, span or sub-run that cannot be
             read is reported on stderr, the rest shown, and the exit code is 12.
   diff      Two recorded runs (cassettes, see Recorder) step by step: one
@@ -225,6 +230,8 @@ int main(int argc, char** argv) {
   show->add_option("--html", show_html, "Write the run as a self-contained HTML page to this file ('-': stdout)")
       ->excludes(show_json);
   show->add_option("--store", show_store, "The state database (default $AGENTKIT_HOME/state.db)");
+  std::string show_against;
+  show->add_option("--against", show_against, "Compare with this run, step by step (with the timeline, --json or --html)");
 
   std::string diff_a, diff_b;
   CLI::App* diff = app.add_subcommand("diff", "Compare two recorded runs (cassettes) step by step");
@@ -302,6 +309,7 @@ int main(int argc, char** argv) {
   if (show->parsed()) {
     if (!show_store.empty()) show_args.store = show_store;
     if (!show_html.empty()) show_args.html = show_html;
+    if (!show_against.empty()) show_args.against = show_against;
     return show_command(show_args);
   }
   if (diff->parsed()) {

@@ -255,9 +255,20 @@ constexpr std::string_view kScript = R"JS(
 })();
 )JS";
 
+// Step differences as a table with the given id: step, what, path, a, b.
+std::string differences_table(const std::vector<StepDifference>& differences, std::string_view id) {
+  std::string out = "<table id=\"" + std::string(id) + "\">\n<tr><th>step</th><th>what</th><th>path</th><th>a</th><th>b</th></tr>\n";
+  for (const StepDifference& d : differences) {
+    out += "<tr><td class=\"mono\">" + escape(d.where) + "</td><td>" + escape(d.what) + "</td><td class=\"mono\">" +
+           escape(d.path) + "</td><td><pre>" + escape(d.a) + "</pre></td><td><pre>" + escape(d.b) + "</pre></td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+
 class Page {
  public:
-  explicit Page(const RunView& view) : view_(view), axis_(view.root) {}
+  Page(const RunView& view, const std::optional<RunComparison>& against)
+      : view_(view), against_(against), axis_(view.root) {}
 
   std::string render() {
     const RunNode& root = view_.root;
@@ -269,6 +280,7 @@ class Page {
     out_ += "<title>agentkit run " + escape(root.run_id) + "</title>\n<style>" + std::string(kStyle) + "</style>\n";
     out_ += "</head>\n<body>\n<main>\n";
     header();
+    comparison();
     timeline();
     steps_table();
     conversation();
@@ -327,6 +339,19 @@ class Page {
       for (const auto& note : notes) out_ += "<div>" + escape(note) + "</div>";
       out_ += "</div>\n";
     }
+  }
+
+  void comparison() {
+    if (!against_) return;
+    const auto& differences = against_->differences;
+    out_ += "<h2>Compared with run <span class=\"mono\">" + escape(against_->run_id) + "</span></h2>\n";
+    if (differences.empty()) {
+      out_ += "<p id=\"ak-against\">No differences: the runs took the same steps with the same results.</p>\n";
+      return;
+    }
+    out_ += "<p>" + std::to_string(differences.size()) + (differences.size() == 1 ? " step differs" : " steps differ") +
+            " (a: this run, b: run " + escape(against_->run_id) + "); each with its first difference.</p>\n";
+    out_ += differences_table(differences, "ak-against");
   }
 
   void timeline() {
@@ -618,6 +643,7 @@ class Page {
   }
 
   const RunView& view_;
+  const std::optional<RunComparison>& against_;
   TimeAxis axis_;
   std::optional<std::string> gaps_;
   std::string out_;
@@ -625,7 +651,9 @@ class Page {
 
 }  // namespace
 
-std::string view_html(const RunView& view) { return Page(view).render(); }
+std::string view_html(const RunView& view, const std::optional<RunComparison>& against) {
+  return Page(view, against).render();
+}
 
 std::string diff_html(const std::vector<StepDifference>& differences, const std::string& a, const std::string& b) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -635,12 +663,8 @@ std::string diff_html(const std::vector<StepDifference>& differences, const std:
   out += "<h1>Diff</h1>\n<div class=\"badges\"><span>a <b class=\"mono\">" + escape(a) +
          "</b></span><span>b <b class=\"mono\">" + escape(b) + "</b></span><span id=\"ak-diff-count\">" +
          std::to_string(differences.size()) + " differences</span></div>\n";
-  out += "<table id=\"ak-diff\">\n<tr><th>step</th><th>what</th><th>path</th><th>a</th><th>b</th></tr>\n";
-  for (const StepDifference& d : differences) {
-    out += "<tr><td class=\"mono\">" + escape(d.where) + "</td><td>" + escape(d.what) + "</td><td class=\"mono\">" +
-           escape(d.path) + "</td><td><pre>" + escape(d.a) + "</pre></td><td><pre>" + escape(d.b) + "</pre></td></tr>\n";
-  }
-  out += "</table>\n</main>\n</body>\n</html>\n";
+  out += differences_table(differences, "ak-diff");
+  out += "</main>\n</body>\n</html>\n";
   return out;
 }
 

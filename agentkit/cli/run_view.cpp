@@ -18,6 +18,20 @@ using trace::Span;
 // through a malformed id cannot recurse forever).
 constexpr int kMaxDepth = 16;
 
+// Where the history the run made itself begins (after what came from its
+// session), and its tool results by call id from there on.
+std::size_t own_history_start(const RunState& state) {
+  return std::min<std::size_t>(static_cast<std::size_t>(std::max(state.session_base, 0)), state.history.size());
+}
+
+std::map<std::string, const Message*> results_by_call(const RunState& state) {
+  std::map<std::string, const Message*> results;
+  for (std::size_t i = own_history_start(state); i < state.history.size(); ++i) {
+    if (state.history[i].role == Role::tool) results[state.history[i].tool_call_id] = &state.history[i];
+  }
+  return results;
+}
+
 std::string text_attribute(const Span& span, std::string_view key) {
   if (const auto* value = span.attribute(key)) {
     if (const auto* text = std::get_if<std::string>(value)) return *text;
@@ -331,12 +345,8 @@ class ViewBuilder {
   void from_history(RunNode& node, int depth) {
     const RunState& state = *node.state;
     Part part;
-    std::map<std::string, const Message*> results;
-    const auto first = std::min<std::size_t>(static_cast<std::size_t>(std::max(state.session_base, 0)), state.history.size());
-    for (std::size_t i = first; i < state.history.size(); ++i) {
-      const Message& m = state.history[i];
-      if (m.role == Role::tool) results[m.tool_call_id] = &m;
-    }
+    const auto results = results_by_call(state);
+    const std::size_t first = own_history_start(state);
     int iteration = 0;
     for (std::size_t i = first; i < state.history.size(); ++i) {
       const Message& m = state.history[i];
@@ -492,6 +502,119 @@ std::vector<FlatStep> flatten(const RunNode& node, int depth) {
         out.insert(out.end(), nested.begin(), nested.end());
       }
     }
+  }
+  return out;
+}
+
+namespace {
+
+// One step of a run as compare_runs sees it: its position and the fields
+// compared, in order.
+struct Comparable {
+  std::string where;
+  std::vector<std::pair<std::string, Json>> fields;
+};
+
+// A message without the ids a model makes up, which differ between any two runs.
+Json without_call_ids(Json message) {
+  message.erase("tool_call_id");
+  if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
+    for (Json& call : *calls) {
+      if (call.is_object()) call.erase("id");
+    }
+  }
+  return message;
+}
+
+void comparables(const RunNode& node, const std::string& prefix, std::vector<Comparable>& out) {
+  const RunState* state = node.state ? &*node.state : nullptr;
+  const bool answered = state && state->phase == Phase::done && !state->failure;
+  out.push_back({prefix + "run",
+                 {{"task", state ? Json(state->task) : Json()},
+                  {"status", state ? run_status(*state) : "unknown"},
+                  {"answer", answered ? Json(state->output) : Json()},
+                  {"error", state && state->failure ? Json{{"code", to_string(state->failure->code)},
+                                                           {"message", state->failure->message}}
+                                                    : Json()}}});
+  if (!state) return;
+  std::map<int, const Step*> model_steps;
+  std::map<std::string, std::vector<const Step*>> tool_steps;
+  for (const Part& part : node.parts) {
+    for (const Step& step : part.steps) {
+      if (step.kind == Step::Kind::model) {
+        model_steps.emplace(step.iteration, &step);
+      } else {
+        tool_steps[step.call_id].push_back(&step);
+      }
+    }
+  }
+  const auto results = results_by_call(*state);
+  int iteration = 0;
+  for (std::size_t i = own_history_start(*state); i < state->history.size(); ++i) {
+    const Message& reply = state->history[i];
+    if (reply.role != Role::assistant) continue;
+    const std::string model_call = std::to_string(++iteration);
+    const auto step = model_steps.find(iteration);
+    out.push_back({prefix + "model call " + model_call,
+                   {{"model", step == model_steps.end() ? Json() : Json(step->second->model)},
+                    {"response", without_call_ids(to_json(reply))}}});
+    for (std::size_t t = 0; t < reply.tool_calls.size(); ++t) {
+      const ToolCall& call = reply.tool_calls[t];
+      const std::string where = prefix + "tool call " + model_call + "." + std::to_string(t + 1);
+      // A call that waited for approval has a step per part: its last outcome counts.
+      std::string outcome;
+      Json decisions = Json::array();
+      const RunNode* sub_run = nullptr;
+      if (const auto steps = tool_steps.find(call.id); steps != tool_steps.end()) {
+        for (const Step* s : steps->second) {
+          if (!s->outcome.empty()) outcome = s->outcome;
+          for (const ApprovalMark& mark : s->approvals) {
+            if (mark.kind == "decided") decisions.push_back(mark.decision);
+          }
+          if (!s->sub_runs.empty()) sub_run = &s->sub_runs.back();
+        }
+      }
+      const auto result = results.find(call.id);
+      out.push_back({where,
+                     {{"tool", call.name},
+                      {"arguments", call.arguments_text.empty() ? call.arguments : Json(call.arguments_text)},
+                      {"outcome", outcome},
+                      {"approval", std::move(decisions)},
+                      {"result", result == results.end() ? Json() : without_call_ids(to_json(*result->second))}}});
+      if (sub_run) comparables(*sub_run, where + " > ", out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<StepDifference> compare_runs(const RunView& a, const RunView& b) {
+  std::vector<Comparable> steps_a, steps_b;
+  comparables(a.root, "", steps_a);
+  comparables(b.root, "", steps_b);
+  std::map<std::string, const Comparable*> in_b;
+  for (const Comparable& step : steps_b) in_b.emplace(step.where, &step);
+  std::vector<StepDifference> out;
+  std::set<std::string> seen;
+  for (const Comparable& x : steps_a) {
+    seen.insert(x.where);
+    const auto y = in_b.find(x.where);
+    if (y == in_b.end()) {
+      out.push_back({x.where, "only in a", {}, {}, {}});
+      continue;
+    }
+    // The same position is the same kind of step: the same fields, in the same order.
+    for (std::size_t f = 0; f < x.fields.size() && f < y->second->fields.size(); ++f) {
+      if (auto d = first_difference(x.fields[f].second, y->second->fields[f].second)) {
+        d->where = x.where;
+        d->what = x.fields[f].first;
+        out.push_back(std::move(*d));
+        break;
+      }
+    }
+  }
+  for (const Comparable& y : steps_b) {
+    if (!seen.count(y.where)) out.push_back({y.where, "only in b", {}, {}, {}});
   }
   return out;
 }

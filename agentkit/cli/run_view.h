@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <agentkit/replay.h>
 #include <agentkit/run_state.h>
 #include <agentkit/state/checkpoint.h>
 #include <agentkit/state/store.h>
@@ -125,6 +126,18 @@ struct FlatStep {
   int depth;
 };
 std::vector<FlatStep> flatten(const RunNode& node, int depth = 0);
+
+// Two stored runs step by step (`agentkit show A --against B`), as
+// agentkit::diff compares two cassettes: each run's own outcome ("run": task,
+// status, answer, error), each model call by position ("model call 2": the
+// model, then its reply), each tool call by position in the reply that asked
+// for it ("tool call 2.1": tool, arguments, outcome, approval decisions,
+// result), and a sub-run's steps under its call ("tool call 1.2 > model call
+// 1"). One StepDifference per step that differs, with the first difference
+// in that order; a step only one run has is "only in a" / "only in b".
+// Positions, not ids, pair the steps, and call ids, times, token counts and
+// costs are left out: two runs of the same behaviour compare equal.
+std::vector<StepDifference> compare_runs(const RunView& a, const RunView& b);
 
 // The status of a stored run (see RunSummary::status).
 std::string run_status(const RunState& state);

@@ -847,3 +847,149 @@ TEST_CASE("example 03 keeps its store when asked, and agentkit runs / show read 
 }
 
 #endif  // AGENTKIT_CLI
+
+namespace {
+
+// How one run of the comparison test's support agent goes: what the order
+// lookup says, what the researcher answers, whether the refund is approved,
+// the answer, and whether the model looks up a second order as well. The
+// model's call ids differ between runs (they are `prefix` + n).
+struct Variant {
+  std::string prefix, status, research, answer;
+  bool approve = true, second_lookup = false;
+};
+
+// Runs the support agent (lookup, a researcher sub-agent, a refund behind
+// approval) as `id` into the SQLite store at `path`, spans recorded.
+void support_run(const std::string& path, const std::string& id, const Variant& v) {
+  using namespace agentkit;
+  using testing::Turn;
+  std::vector<ToolCall> first = {{v.prefix + "1", "lookup_order", {{"order_id", "A-1"}}},
+                                 {v.prefix + "2", "research", {{"task", "Does the carrier cover crushed parcels?"}}}};
+  if (v.second_lookup) first.push_back({v.prefix + "4", "lookup_order", {{"order_id", "A-2"}}});
+  auto llm = testing::FakeLLM::script({
+      Turn{.tool_calls = first},
+      Turn{.content = v.research},  // the researcher's only turn
+      Turn{.tool_calls = {{v.prefix + "3", "refund", {{"order_id", "A-1"}, {"amount_usd", 42.5}}}}},
+      Turn{.content = v.answer},
+  });
+  auto lookup = tool("lookup_order")
+                    .doc("Look up a customer order by its id and return its status.")
+                    .side_effecting(false)
+                    .params("order_id")
+                    .fn([status = v.status](const std::string& order) { return order + " is " + status; });
+  auto refund = tool("refund")
+                    .doc("Refund part or all of a customer order and return the refund record.")
+                    .side_effecting(true)
+                    .requires_approval()
+                    .params("order_id", "amount_usd")
+                    .fn([](const std::string& order, double amount) {
+                      return "refund of " + std::to_string(amount) + " USD for " + order + " issued";
+                    });
+  auto researcher = std::make_shared<const Agent>("researcher", "gpt-4.1-nano", "You research carrier policies.",
+                                                  std::make_shared<cognition::ReActCognition>(std::vector<ToolPtr>{}));
+  const Agent support("support", "gpt-4o-mini", "You handle refunds for damaged orders.",
+                      std::make_shared<cognition::ReActCognition>(std::vector<ToolPtr>{
+                          lookup, refund,
+                          as_tool(researcher, {.name = "research",
+                                               .description = "Research a question about carrier policies and answer briefly.",
+                                               .side_effecting = false})}));
+  auto store = std::make_shared<state::SqliteStore>(fs::path(path));
+  RunContext ctx = testing::make_test_ctx({.llm = llm, .store = store});
+  ctx.tracer = std::make_shared<testing::SpanRecorder>();
+  REQUIRE(support.run("Order A-1 arrived crushed: refund it if the carrier covers it.", ctx, {.run_id = id}).stop_reason ==
+          StopReason::suspended);
+  const Decision decision = v.approve ? Decision::approve() : Decision::reject("not covered");
+  REQUIRE(support.resume(id, {{v.prefix + "3", decision}}, ctx).stop_reason == StopReason::answered);
+}
+
+}  // namespace
+
+TEST_CASE("agentkit show --against compares two stored runs step by step: timeline, JSON and page",
+          "[cli][show][against]") {
+  TempDir dir;
+  const Variant a{.prefix = "call_", .status = "delivered", .research = "Crushed parcels are covered.",
+                  .answer = "I refunded $42.50 for A-1."};
+  Variant same = a;
+  same.prefix = "toolu_";  // only the ids differ
+  Variant b{.prefix = "fc_", .status = "in transit <b>late</b>", .research = "Crushed parcels are not covered.",
+            .answer = "I could not refund A-1.", .approve = false, .second_lookup = true};
+  support_run(dir.store(), "run-a", a);
+  support_run(dir.store(), "run-same", same);
+  support_run(dir.store(), "run-b", b);
+
+  SECTION("the same behaviour with other call ids: no differences") {
+    const Outcome r = run_cli(dir, {"show", "run-a", "--against", "run-same", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("run run-a  agent support  answered\n") &&
+                          Catch::EndsWith("\ncompared with run run-same: no differences\n"));
+    const Json doc = Json::parse(run_cli(dir, {"show", "run-a", "--against", "run-same", "--json", "--store", dir.store()}).out);
+    CHECK(doc["against"]["run_id"] == "run-same");
+    CHECK(doc["against"]["differences"] == Json::array());
+    const Outcome page = run_cli(dir, {"show", "run-a", "--against", "run-same", "--html", "-", "--store", dir.store()});
+    CHECK_THAT(page.out, Catch::Contains("<p id=\"ak-against\">No differences"));
+  }
+
+  SECTION("each step that differs once, in order, with its first difference; sub-run steps under their call") {
+    const Json doc = Json::parse(run_cli(dir, {"show", "run-a", "--against", "run-b", "--json", "--store", dir.store()}).out);
+    REQUIRE(doc.contains("against"));
+    const Json& d = doc["against"]["differences"];
+    INFO(d.dump(1));
+    std::vector<std::pair<std::string, std::string>> seen;
+    for (const Json& x : d) seen.emplace_back(x["where"], x["what"]);
+    CHECK(seen == std::vector<std::pair<std::string, std::string>>{
+                      {"run", "answer"},
+                      {"model call 1", "response"},
+                      {"tool call 1.1", "result"},
+                      {"tool call 1.2", "result"},
+                      {"tool call 1.2 > run", "answer"},
+                      {"tool call 1.2 > model call 1", "response"},
+                      {"tool call 2.1", "outcome"},
+                      {"model call 3", "response"},
+                      {"tool call 1.3", "only in b"},
+                  });
+    REQUIRE(d.size() == 9);
+    CHECK(d[0]["a"] == "'I refunded $42.50 for A-1.'");
+    CHECK(d[0]["b"] == "'I could not refund A-1.'");
+    CHECK(d[1]["path"] == "/tool_calls/2");
+    CHECK(d[1]["a"] == "(absent)");
+    CHECK(d[2]["path"] == "/content/0/text");
+    CHECK(d[2]["b"] == "'A-1 is in transit <b>late</b>'");
+    CHECK(d[6]["a"] == "'ok'");
+    CHECK(d[6]["b"] == "'denied'");
+    CHECK(d[8]["path"] == "");
+
+    // The timeline, then the same differences as lines.
+    const Outcome r = run_cli(dir, {"show", "run-a", "--against", "run-b", "--store", dir.store()});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("\ncompared with run run-b: run answer /: a 'I refunded $42.50 for A-1.', "
+                                      "b 'I could not refund A-1.'\nmodel call 1 response /tool_calls/2: a (absent), b ") &&
+                          Catch::Contains("\ntool call 2.1 outcome /: a 'ok', b 'denied'\n") &&
+                          Catch::EndsWith("\ntool call 1.3 only in b\n"));
+
+    // The page: a section before the timeline, a row per difference, every string escaped.
+    const Outcome page = run_cli(dir, {"show", "run-a", "--against", "run-b", "--html", "-", "--store", dir.store()});
+    CHECK(page.exit_code == 0);
+    const std::string& html = page.out;
+    const auto section = html.find("<h2>Compared with run <span class=\"mono\">run-b</span></h2>");
+    REQUIRE(section != std::string::npos);
+    CHECK(section < html.find("<h2>Timeline</h2>"));
+    const auto table = html.find("<table id=\"ak-against\">");
+    REQUIRE(table != std::string::npos);
+    const std::string rows = html.substr(table, html.find("</table>", table) - table);
+    std::size_t count = 0;
+    for (auto at = rows.find("<tr><td class=\"mono\">"); at != std::string::npos; at = rows.find("<tr><td class=\"mono\">", at + 1)) ++count;
+    CHECK(count == 9);
+    CHECK_THAT(rows, Catch::Contains("<td class=\"mono\">tool call 1.2 &gt; model call 1</td><td>response</td>"));
+    CHECK_THAT(rows, Catch::Contains("in transit &lt;b&gt;late&lt;/b&gt;"));
+    CHECK(rows.find("<b>late</b>") == std::string::npos);
+    CHECK_THAT(html, Catch::Contains("9 steps differ (a: this run, b: run run-b)"));
+  }
+
+  SECTION("an unknown run to compare with exits 11 and names it") {
+    const Outcome r = run_cli(dir, {"show", "run-a", "--against", "run-nope", "--store", dir.store()});
+    CHECK(r.exit_code == 11);
+    CHECK_THAT(r.err, Catch::Contains("no run 'run-nope'"));
+    CHECK(r.out.empty());
+  }
+}
