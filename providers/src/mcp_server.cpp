@@ -7,12 +7,14 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include <agentkit/detail/logging.h>
 #include <agentkit/executor.h>
 #include <agentkit/invoker.h>
+#include <agentkit/run_state.h>
 #include <agentkit/providers/mcp.h>
 
 #include "mcp_detail.h"
@@ -137,6 +139,11 @@ struct McpCall {
   Json progress_token;  // null: the client asked for no progress
   std::atomic<bool> cancelled{false};
   bool approval_asked = false;
+  // The call's sub-run (an agent served as a tool) paused for approval of
+  // calls of its own: what it awaits, and the user's decisions so far (by
+  // the sub-run's call ids). Guarded by the session's mutex.
+  std::shared_ptr<const NestedSuspension> nested;
+  Decisions nested_decisions;
   std::mutex progress_mutex;
   double last_progress = 0;
 };
@@ -151,7 +158,13 @@ struct McpSessionState : std::enable_shared_from_this<McpSessionState> {
   bool elicitation = false;
   std::string version;
   std::map<std::string, std::shared_ptr<McpCall>> calls;
-  std::map<std::int64_t, std::shared_ptr<McpCall>> elicitations;  // our request id -> call awaiting a human
+  // One elicitation/create of ours awaiting the user: for the call itself
+  // (nested_call empty), or for a call its sub-run paused for.
+  struct Elicitation {
+    std::shared_ptr<McpCall> call;
+    std::string nested_call;
+  };
+  std::map<std::int64_t, Elicitation> elicitations;  // by our request id
   std::int64_t next_id = 1;
   std::deque<Json> outbox;
   std::mutex send_mutex;
@@ -170,6 +183,9 @@ struct McpSessionState : std::enable_shared_from_this<McpSessionState> {
   void run(const std::shared_ptr<McpCall>& call);
   void submit(const std::shared_ptr<McpCall>& call);
   void ask_approval(const std::shared_ptr<McpCall>& call, const ToolResult& result);
+  void ask_nested(const std::shared_ptr<McpCall>& call, std::shared_ptr<const NestedSuspension> nested);
+  void elicit(std::int64_t request_id, const std::string& tool, const Json& arguments, const std::string& asked_by);
+  void decide_nested(const std::shared_ptr<McpCall>& call, const std::string& nested_call, Decision decision);
   void finish(const std::shared_ptr<McpCall>& call, const ToolResult& result);
   void progress(McpCall& call, std::optional<double> value, std::optional<double> total, std::string message);
   void close();
@@ -337,6 +353,9 @@ void McpSessionState::call_tool(const Json& id, const Json& params) {
   call->request.name = tool->name();
   call->request.arguments = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : Json::object();
   call->request.tool = tool;
+  // The call's key: an agent served as a tool runs a durable sub-run under
+  // it (with a store), so its approvals can be asked for and the sub-run resumed.
+  call->request.ledger_key = call->request.call_id;
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     const Json token = meta->value("progressToken", Json());
     if (token.is_string() || token.is_number_integer()) call->progress_token = token;
@@ -393,11 +412,7 @@ void McpSessionState::run(const std::shared_ptr<McpCall>& call) {
 
 void McpSessionState::ask_approval(const std::shared_ptr<McpCall>& call, const ToolResult& result) {
   const std::string& tool = call->request.name;
-  if (result.nested) {
-    return finish(call, ToolResult::error("Tool '" + tool +
-                                          "' paused for approval of calls of its own, which this server cannot put "
-                                          "to the client; it was not completed"));
-  }
+  if (result.nested) return ask_nested(call, result.nested);
   std::int64_t request_id = 0;
   {
     std::lock_guard lock(mutex);
@@ -406,7 +421,7 @@ void McpSessionState::ask_approval(const std::shared_ptr<McpCall>& call, const T
     } else {
       call->approval_asked = true;
       request_id = next_id++;
-      elicitations.emplace(request_id, call);
+      elicitations.emplace(request_id, Elicitation{call, {}});
     }
   }
   if (request_id < 0) {
@@ -414,8 +429,42 @@ void McpSessionState::ask_approval(const std::shared_ptr<McpCall>& call, const T
                                           "' needs a human's approval before it runs, and this client cannot be "
                                           "asked (it did not declare the elicitation capability); it was not run"));
   }
-  const std::string message = server->options.approval_prompt + "\nTool: " + tool +
-                              "\nArguments: " + call->request.arguments.dump(2, ' ', false, Json::error_handler_t::replace);
+  elicit(request_id, tool, call->request.arguments, {});
+}
+
+void McpSessionState::ask_nested(const std::shared_ptr<McpCall>& call, std::shared_ptr<const NestedSuspension> nested) {
+  const std::string& tool = call->request.name;
+  std::vector<std::int64_t> ids;
+  {
+    std::lock_guard lock(mutex);
+    if (elicitation && !nested->pending.empty()) {
+      call->nested = nested;
+      call->nested_decisions.clear();
+      for (const ToolCall& pending : nested->pending) {
+        ids.push_back(next_id++);
+        elicitations.emplace(ids.back(), Elicitation{call, pending.id});
+      }
+    }
+  }
+  if (ids.empty()) {
+    return finish(call, ToolResult::error("Tool '" + tool + "' paused for approval of calls of its own (its run " +
+                                          nested->run_id + " is kept, suspended), and this client cannot be asked (it "
+                                          "did not declare the elicitation capability); it did not complete"));
+  }
+  // One question per call, each naming the agent that asks.
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const ToolCall& pending = nested->pending[i];
+    const std::string agent = i < nested->agents.size() ? nested->agents[i] : std::string();
+    elicit(ids[i], pending.name, pending.arguments,
+           "agent " + (agent.empty() ? std::string("?") : agent) + ", inside tool '" + tool + "'");
+  }
+}
+
+void McpSessionState::elicit(std::int64_t request_id, const std::string& tool, const Json& arguments,
+                             const std::string& asked_by) {
+  std::string message = server->options.approval_prompt + "\nTool: " + tool +
+                        "\nArguments: " + arguments.dump(2, ' ', false, Json::error_handler_t::replace);
+  if (!asked_by.empty()) message += "\nAsked by: " + asked_by;
   send({{"jsonrpc", "2.0"},
         {"id", request_id},
         {"method", "elicitation/create"},
@@ -424,25 +473,51 @@ void McpSessionState::ask_approval(const std::shared_ptr<McpCall>& call, const T
 
 void McpSessionState::on_response(const Json& message) {
   const Json& id = message["id"];
-  std::shared_ptr<McpCall> call;
+  std::optional<Elicitation> asked;
   if (id.is_number_integer()) {
     std::lock_guard lock(mutex);
     if (auto it = elicitations.find(id.get<std::int64_t>()); it != elicitations.end()) {
-      call = it->second;
+      asked = std::move(it->second);
       elicitations.erase(it);
     }
   }
-  if (!call) {
+  if (!asked) {
     server->logger->debug("mcp server: dropping a response to no request of ours: id {}", preview(id));
     return;
   }
+  const auto& call = asked->call;
   const Json result = message.value("result", Json());
   const std::string action = result.is_object() ? result.value("action", std::string()) : std::string();
+  const std::string why = message.contains("error") ? "the client could not ask the user"
+                                                    : "the user " + (action.empty() ? std::string("gave no answer") : action + "d");
+  if (!asked->nested_call.empty()) {
+    return decide_nested(call, asked->nested_call, action == "accept" ? Decision::approve() : Decision::reject(why));
+  }
   if (action != "accept") {
-    const std::string why = message.contains("error") ? "the client could not ask the user" : "the user " + (action.empty() ? std::string("gave no answer") : action + "d");
     return finish(call, ToolResult::denied("denied: tool '" + call->request.name + "' was not run (" + why + ")"));
   }
   call->request.approval = ElicitedApproval::accepted(call->request);
+  submit(call);
+}
+
+// Once every call the sub-run paused for is decided, the call runs again
+// with the decisions routed down (RunContext::resuming): the sub-run resumes
+// from its checkpoint, and may pause again for more.
+void McpSessionState::decide_nested(const std::shared_ptr<McpCall>& call, const std::string& nested_call,
+                                    Decision decision) {
+  std::shared_ptr<NestedSuspension> decided;
+  {
+    std::lock_guard lock(mutex);
+    if (!call->nested) return;
+    call->nested_decisions.insert_or_assign(nested_call, std::move(decision));
+    if (call->nested_decisions.size() < call->nested->pending.size()) return;
+    decided = std::make_shared<NestedSuspension>(*call->nested);
+    decided->decided = true;
+    decided->decisions = std::move(call->nested_decisions);
+    call->nested = nullptr;
+    call->nested_decisions.clear();
+  }
+  call->ctx.resuming = std::move(decided);
   submit(call);
 }
 
@@ -459,13 +534,8 @@ void McpSessionState::on_notification(const std::string& method, const Json& par
       call = it->second;
       call->cancelled = true;
       // A call waiting for a human ends here; a running one ends when its tool returns.
-      for (auto e = elicitations.begin(); e != elicitations.end(); ++e) {
-        if (e->second == call) {
-          elicitations.erase(e);
-          calls.erase(it);
-          break;
-        }
-      }
+      const auto waiting = std::erase_if(elicitations, [&](const auto& e) { return e.second.call == call; });
+      if (waiting > 0) calls.erase(it);
     }
     call->ctx.cancellation.cancel();
     return;

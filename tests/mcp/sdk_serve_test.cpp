@@ -70,6 +70,11 @@ struct World {
       const agentkit::Json body = agentkit::Json::parse(request.body);
       const bool stream = body.value("stream", false);
       const bool after_tool = body["messages"].back().value("role", "") == "tool";
+      if (body["messages"].dump().find("Refund order A-3") != std::string::npos) {
+        if (after_tool) return stream ? agentkit_test::cli::answer({"Refunded ", "order A-3."}) : agentkit_test::openai_text("Refunded order A-3.");
+        const agentkit::Json args = {{"order_id", "A-3"}};
+        return stream ? agentkit_test::cli::calls({{"r1", "refund", args}}) : agentkit_test::openai_call("r1", "refund", args);
+      }
       if (after_tool) {
         const std::string text = "It is 21 degrees in Lisbon.";
         return stream ? agentkit_test::cli::answer({"It is 21 ", "degrees in Lisbon."}) : agentkit_test::openai_text(text);
@@ -144,6 +149,8 @@ const json& serve_steps() {
     {"op": "expect_elicitation", "action": "accept", "content": {}},
     {"op": "call_tool", "name": "refund", "arguments": {"order_id": "A-1"}},
     {"op": "call_tool", "name": "refund", "arguments": {"order_id": "A-2"}},
+    {"op": "expect_elicitation", "action": "accept", "content": {}},
+    {"op": "call_tool", "name": "atlas", "arguments": {"task": "Refund order A-3"}},
     {"op": "ping"}
   ])");
   return steps;
@@ -196,12 +203,12 @@ void check_serve_run(const SdkRun& run, const World& world) {
   const json agent = run.step(5)["result"];
   CHECK(agent.value("isError", true) == false);
   CHECK(text_of(agent).find("It is 21 degrees in Lisbon.") != std::string::npos);
-  CHECK(world.model.requests().size() == 2);
+  CHECK(world.model.requests().size() == 4);  // two for this task, two for the refund below
   CHECK(world.service_calls("/weather/Lisbon") == 2);
 
   // Approval by elicitation: accepted -> ran once; declined -> not run.
   const auto elicitations = run.all("elicitation");
-  REQUIRE(elicitations.size() == 2);
+  REQUIRE(elicitations.size() == 3);
   CHECK(elicitations[0]["answered"] == "accept");
   CHECK(elicitations[1]["answered"] == "decline");
   CHECK(elicitations[0]["params"]["message"].get<std::string>().find("refund") != std::string::npos);
@@ -214,7 +221,17 @@ void check_serve_run(const SdkRun& run, const World& world) {
   CHECK(text_of(declined).find("denied") != std::string::npos);
   CHECK(world.service_calls("/orders/A-1/refund") == 1);
   CHECK(world.service_calls("/orders/A-2/refund") == 0);
-  CHECK(run.step(9)["ok"] == true);
+  // The agent's own refund: its sub-run paused, the client's user was asked
+  // (naming the agent), and the sub-run resumed to run it once and answer.
+  CHECK(elicitations[2]["answered"] == "accept");
+  const std::string asked = elicitations[2]["params"]["message"];
+  CHECK_THAT(asked, Catch::Contains("Tool: refund") && Catch::Contains("A-3") &&
+                        Catch::Contains("Asked by: agent atlas, inside tool 'atlas'"));
+  const json refunded = run.step(10)["result"];
+  CHECK(refunded.value("isError", true) == false);
+  CHECK(text_of(refunded) == "Refunded order A-3.");
+  CHECK(world.service_calls("/orders/A-3/refund") == 1);
+  CHECK(run.step(11)["ok"] == true);
 }
 
 #endif

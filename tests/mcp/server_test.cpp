@@ -8,11 +8,16 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
 
 #include "mcp_support.h"
 #include "server_support.h"
+
+#include <agentkit/testing/fake_llm.h>
+#include <agentkit/testing/test_context.h>
 
 using namespace agentkit;
 using namespace agentkit::providers;
@@ -286,6 +291,100 @@ TEST_CASE("mcp server: without elicitation a call needing approval is an error r
   CHECK(f.seen->payments == 0);
   CHECK_FALSE(f.client->call_tool("send_mail", Json::object()).is_error);  // no approval needed: it runs
   CHECK(f.seen->mails == 1);
+}
+
+TEST_CASE("mcp server: a served agent's own approvals are put to the user and its run resumes with the answers") {
+  using agentkit::testing::FakeLLM;
+  using agentkit::testing::Turn;
+  std::atomic<int> refunds{0}, asked{0};
+  std::vector<std::string> prompts;
+  std::string answer = "accept";
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {{"r1", "refund", {{"order_id", "A-1"}}}, {"r2", "refund", {{"order_id", "A-2"}}}}},
+      Turn{.content = "Done."},
+  });
+  auto refund = agentkit::tool("refund")
+                    .doc("Refund a damaged customer order in full and return the refund record.")
+                    .side_effecting(true)
+                    .requires_approval()
+                    .params("order_id")
+                    .fn([&](const std::string& order) {
+                      ++refunds;
+                      return "refunded " + order;
+                    });
+  auto clerk = std::make_shared<const Agent>("clerk", "fake", "You refund damaged orders.",
+                                             std::make_shared<cognition::ReActCognition>(std::vector<ToolPtr>{refund}));
+  ToolRegistry tools;
+  tools.add(as_tool(clerk, {.name = "clerk", .description = "Refund the damaged orders named in the task.",
+                            .side_effecting = true}));
+  McpServer server(std::move(tools), agentkit::testing::make_test_ctx({.llm = llm}));
+  McpClientOptions options;
+  options.elicitation = [&](const Json& params) {
+    ++asked;
+    prompts.push_back(params.value("message", ""));
+    // Two questions, one per call: the second order is always declined.
+    const bool second = params.value("message", "").find("A-2") != std::string::npos;
+    return Json{{"action", second ? "decline" : answer}};
+  };
+  const auto connect = [&](McpClientOptions o) {
+    auto client = std::make_unique<McpClient>(std::make_unique<mcp_test::InProcessTransport>(server), std::move(o));
+    client->connect();
+    return client;
+  };
+
+  SECTION("each call the sub-run paused for is asked once; accepted runs once, declined never") {
+    auto client = connect(options);
+    const auto r = client->call_tool("clerk", {{"task", "Refund A-1 and A-2"}});
+    INFO(r.text());
+    CHECK_FALSE(r.is_error);
+    CHECK(r.text() == "Done.");
+    CHECK(asked == 2);
+    CHECK(refunds == 1);
+    REQUIRE(prompts.size() == 2);
+    for (const auto& prompt : prompts) {
+      CHECK_THAT(prompt, Catch::Contains("Tool: refund") && Catch::Contains("Asked by: agent clerk, inside tool 'clerk'"));
+    }
+    // The sub-agent's model saw the approved result and the refusal.
+    const auto requests = llm->requests();
+    REQUIRE(requests.size() == 2);
+    const auto& seen = requests[1].messages;
+    REQUIRE(seen.size() >= 2);
+    CHECK(seen[seen.size() - 2].text() == "refunded A-1");
+    CHECK_THAT(seen.back().text(), Catch::Contains("declined"));
+  }
+  SECTION("both declined: nothing runs and the sub-agent answers from the refusals") {
+    answer = "decline";
+    auto client = connect(options);
+    const auto r = client->call_tool("clerk", {{"task", "Refund A-1 and A-2"}});
+    CHECK_FALSE(r.is_error);
+    CHECK(asked == 2);
+    CHECK(refunds == 0);
+  }
+  SECTION("a client that cannot be asked gets an error result and nothing runs") {
+    auto client = connect({});
+    const auto r = client->call_tool("clerk", {{"task", "Refund A-1 and A-2"}});
+    CHECK(r.is_error);
+    CHECK_THAT(r.text(), Catch::Contains("paused for approval of calls of its own") &&
+                             Catch::Contains("cannot be asked"));
+    CHECK(refunds == 0);
+    CHECK(llm->requests().size() == 1);
+  }
+  SECTION("a call cancelled while its questions wait is not resumed, whatever the answers") {
+    std::atomic<bool> release{false};
+    options.elicitation = [&](const Json&) {
+      ++asked;
+      eventually([&] { return release.load(); });
+      return Json{{"action", "accept"}};
+    };
+    auto client = connect(options);
+    // The client gives up (and sends notifications/cancelled) while the user has not answered.
+    CHECK_THROWS_AS(client->call_tool("clerk", {{"task", "Refund A-1 and A-2"}}, nullptr, 300ms), McpError);
+    release = true;
+    CHECK(eventually([&] { return asked == 2; }));  // both accepted, too late
+    std::this_thread::sleep_for(200ms);
+    CHECK(refunds == 0);
+    CHECK(llm->requests().size() == 1);  // the sub-run was never resumed
+  }
 }
 
 TEST_CASE("mcp server: set_tools sends list_changed and the client re-lists") {
