@@ -625,6 +625,14 @@ std::size_t McpServerSession::calls_in_flight() const {
   return state_->calls.size();
 }
 
+std::optional<Json> McpServerSession::origin_of(const Json& server_request_id) const {
+  if (!server_request_id.is_number_integer()) return std::nullopt;
+  std::lock_guard lock(state_->mutex);
+  const auto it = state_->elicitations.find(server_request_id.get<std::int64_t>());
+  if (it == state_->elicitations.end()) return std::nullopt;
+  return it->second.call->id;
+}
+
 void McpServerSession::close() { state_->close(); }
 
 // ------------------------------------------------------------------- server

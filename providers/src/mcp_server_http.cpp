@@ -90,11 +90,14 @@ std::int64_t now_ticks() { return std::chrono::steady_clock::now().time_since_ep
 
 void McpHttpListener::Session::route(const Json& message) {
   const std::string data = message.dump(-1, ' ', false, Json::error_handler_t::replace);
+  const bool response = message.contains("id") && !message.contains("method");
+  const bool ours = message.contains("id") && message.contains("method");  // a request of the server's
+  // Asked before taking this session's lock: the MCP session has its own.
+  const std::optional<Json> origin = ours ? mcp->origin_of(message["id"]) : std::nullopt;
   std::shared_ptr<HttpResponder> target;
   bool last = false;
   {
     std::lock_guard lock(mutex);
-    const bool response = message.contains("id") && !message.contains("method");
     std::string request;
     if (response) {
       request = message["id"].dump();
@@ -109,10 +112,14 @@ void McpHttpListener::Session::route(const Json& message) {
         requests.erase(it);
         std::erase_if(progress, [&](const auto& p) { return p.second == request; });
       }
-    } else if (!response && message.contains("id") && !requests.empty()) {
-      target = requests.begin()->second;  // a request of ours (elicitation) rides a POST stream in progress
+    } else if (ours && origin) {
+      // An elicitation goes on the stream of the call it asks about.
+      if (auto it = requests.find(origin->dump()); it != requests.end() && it->second->open()) target = it->second;
     }
-    if (!target && !response) target = standalone;
+    if (!target && !response && (!ours || (standalone && standalone->open()))) target = standalone;
+    if (!target && ours && !requests.empty()) {
+      target = requests.begin()->second;  // its own stream is gone and no GET stream is open: any stream, not none
+    }
   }
   if (!target) return;  // nobody listening: a notification for no stream, an answer after its client left
   target->send_event(data);

@@ -62,6 +62,46 @@ RawResponse raw(int port, const std::string& method, const std::vector<std::stri
   return r;
 }
 
+// A request whose answer is read as it streams: the connection stays open
+// until the object goes.
+class OpenStream {
+ public:
+  OpenStream(int port, const std::vector<std::string>& headers, const std::string& body) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n";
+    for (const auto& h : headers) request += h + "\r\n";
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    REQUIRE(::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+    timeval tv{0, 50'000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~OpenStream() { ::close(fd_); }
+  OpenStream(const OpenStream&) = delete;
+  OpenStream& operator=(const OpenStream&) = delete;
+
+  // Reads until `needle` has arrived (true) or `limit` passed (false).
+  bool wait_for(const std::string& needle, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    return eventually([&] {
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) text_.append(buf, static_cast<std::size_t>(n));
+      return text_.find(needle) != std::string::npos;
+    }, limit);
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  int fd_ = -1;
+  std::string text_;
+};
+
 const std::string kInit =
     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}})";
 
@@ -134,6 +174,45 @@ TEST_CASE("mcp server over HTTP: agentkit's client lists, calls with progress, a
   }));
   CHECK(client.call_tool("late", Json::object()).text() == "here");
   client.close();
+  http.stop();
+}
+
+TEST_CASE("mcp server over HTTP: an elicitation goes on the stream of the call it asks about") {
+  std::atomic<int> payments{0};
+  std::atomic<bool> release{false};
+  ToolRegistry registry = tools(payments);
+  registry.add(lambda_tool(spec("wait", false), [&](const Json&, RunContext&) {
+    eventually([&] { return release.load(); });
+    return ToolOutput{"waited", {}};
+  }));
+  McpServer server(std::move(registry), RunContext{});
+  McpHttpListener http(server);
+  http.listen();
+  http.run_in_thread();
+  const int port = http.port();
+  const auto init = raw(port, "POST", {},
+                        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                        R"("capabilities":{"elicitation":{}}}})");
+  const std::string session = "Mcp-Session-Id: " + session_of(init);
+  REQUIRE(raw(port, "POST", {session}, R"({"jsonrpc":"2.0","method":"notifications/initialized"})").status == 202);
+
+  // Two calls in flight on two POST streams: "a" (id 10, first in any
+  // order of ids) waits; "b" (id 20) needs approval.
+  OpenStream a(port, {session}, R"({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"wait"}})");
+  REQUIRE(a.wait_for("text/event-stream"));
+  OpenStream b(port, {session}, R"({"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"pay"}})");
+  REQUIRE(b.wait_for("elicitation/create"));
+  CHECK(a.text().find("elicitation/create") == std::string::npos);
+  // The answer (a POST of its own) runs the call; its result ends b's stream.
+  const auto at = b.text().find("\"id\":", b.text().find("elicitation/create") - 60);
+  REQUIRE(at != std::string::npos);
+  const std::string asked = b.text().substr(at + 5, b.text().find_first_not_of("0123456789", at + 5) - at - 5);
+  CHECK(raw(port, "POST", {session}, R"({"jsonrpc":"2.0","id":)" + asked + R"(,"result":{"action":"accept"}})").status == 202);
+  CHECK(b.wait_for("paid"));
+  CHECK(payments == 1);
+  release = true;
+  CHECK(a.wait_for("waited"));
+  CHECK(a.text().find("elicitation/create") == std::string::npos);
   http.stop();
 }
 

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,11 @@ class McpServerSession {
   // How many tools/call requests are in flight (running or awaiting a
   // human's answer).
   std::size_t calls_in_flight() const;
+  // The id of the client's request that a request of this server belongs
+  // to (an elicitation/create asking about that tools/call), while it awaits
+  // its answer; nullopt for any other id. A transport with a stream per
+  // request (Streamable HTTP) sends it on that request's stream.
+  std::optional<Json> origin_of(const Json& server_request_id) const;
   // Cancels every call in flight and sends nothing more. Idempotent.
   void close();
 
