@@ -24,6 +24,7 @@
 #include <agentkit/description.h>
 #include <agentkit/providers/mcp_server.h>
 #include <agentkit/state/keys.h>
+#include <agentkit/state/ledger.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
 
@@ -328,8 +329,12 @@ int serve_command(const ServeArgs& args) {
       tools.add(as_tool(std::make_shared<const Agent>(runtime->agent()),
                         {.name = config.name, .description = description, .side_effecting = side_effecting}));
     }
+    // Clients that send an idempotency key get each call once, across retries and restarts.
     providers::McpServer server(std::move(tools), runtime->context(store),
-                                {.name = config.name, .version = AGENTKIT_VERSION, .logger = spdlog::default_logger()});
+                                {.name = config.name,
+                                 .version = AGENTKIT_VERSION,
+                                 .logger = spdlog::default_logger(),
+                                 .ledger = std::make_shared<state::StoreLedger>(store, "mcp/calls/")});
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write ends its session, not the process
     if (args.http.empty()) {
       providers::serve_stdio(server);

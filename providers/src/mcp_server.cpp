@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <agentkit/detail/fnv.h>
 #include <agentkit/detail/logging.h>
 #include <agentkit/executor.h>
 #include <agentkit/invoker.h>
@@ -26,12 +27,31 @@ constexpr int kParseError = -32700;
 constexpr int kInvalidRequest = -32600;
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
+constexpr const char* kIdempotencyKey = "agentkit.dev/idempotency-key";
 
 // The one place this server turns a human's answer into an Approval: an
 // elicitation the client's user accepted for exactly this call.
 class ElicitedApproval final : private ApprovalIssuer {
  public:
   static Approval accepted(const ToolRequest& request) { return issue(request); }
+};
+
+// The host's ledger seen from one keyed call: its "same call again" records
+// (CallLedger::recall, what the idempotent() middleware keeps within a run)
+// are the key's own, so two keys with the same arguments are two calls.
+class KeyedLedger final : public CallLedger {
+ public:
+  KeyedLedger(std::shared_ptr<const CallLedger> inner, std::string key) : inner_(std::move(inner)), key_(std::move(key)) {}
+  std::optional<ToolResult> begin(const ToolRequest& request) const override { return inner_->begin(request); }
+  void end(const ToolRequest& request, const ToolResult& result) const override { inner_->end(request, result); }
+  std::optional<ToolResult> recall(const std::string& call) const override { return inner_->recall(key_ + '\x1f' + call); }
+  void remember(const std::string& call, const ToolResult& result) const override {
+    inner_->remember(key_ + '\x1f' + call, result);
+  }
+
+ private:
+  std::shared_ptr<const CallLedger> inner_;
+  std::string key_;
 };
 
 Json text_block(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
@@ -356,17 +376,35 @@ void McpSessionState::call_tool(const Json& id, const Json& params) {
   // The call's key: an agent served as a tool runs a durable sub-run under
   // it (with a store), so its approvals can be asked for and the sub-run resumed.
   call->request.ledger_key = call->request.call_id;
+  const RunContext& base = server->base;
+  std::string correlation = RunContext::new_id("mcp");
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     const Json token = meta->value("progressToken", Json());
     if (token.is_string() || token.is_number_integer()) call->progress_token = token;
+    if (auto key = meta->find(kIdempotencyKey); key != meta->end()) {
+      if (!key->is_string() || key->get_ref<const std::string&>().empty() || key->get_ref<const std::string&>().size() > 256) {
+        return fail(id, kInvalidParams, std::string("_meta.") + kIdempotencyKey + " must be a string of 1 to 256 bytes");
+      }
+      if (!server->options.ledger) {
+        return fail(id, kInvalidParams, std::string("this server keeps no call records: _meta.") + kIdempotencyKey +
+                                            " cannot be honoured");
+      }
+      // The same key, tool and arguments (in the same tenant) are the same
+      // call: the same record, and the same sub-run for an agent.
+      const std::string same = "key-" + agentkit::detail::fnv1a_hex(base.scope.key() + '\x1f' + tool->name() + '\x1f' +
+                                                          key->get<std::string>() + '\x1f' +
+                                                          canonical_dump(call->request.arguments));
+      call->request.ledger = std::make_shared<KeyedLedger>(server->options.ledger, same);
+      call->request.ledger_key = same;
+      correlation = "mcp-" + same;
+    }
   }
-  const RunContext& base = server->base;
   try {
     call->ctx = base.child();
   } catch (const std::exception& e) {
     return reply(id, call_result(ToolResult::error(e.what()), tool->spec()));
   }
-  call->ctx.correlation_id = RunContext::new_id("mcp");
+  call->ctx.correlation_id = std::move(correlation);
   call->ctx.cancellation = base.cancellation.child();
   call->ctx.invoker = server->invoker;
   call->ctx.events = nullptr;

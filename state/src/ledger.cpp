@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include <agentkit/detail/fnv.h>
 #include <agentkit/json.h>
 
 namespace agentkit::state {
@@ -37,14 +38,8 @@ std::vector<ContentPart> parts_of(const Json& record) {
   return parts;
 }
 
-// FNV-1a, 64 bits, in hex: a short, stable store key for a long call key.
-std::string hashed(const std::string& text) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+// A short, stable store key for a long call key.
+std::string hashed(const std::string& text) { return detail::fnv1a_hex(text); }
 
 }  // namespace
 

@@ -12,6 +12,8 @@
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
+#include <agentkit/state/ledger.h>
+#include <agentkit/state/store.h>
 
 #include "mcp_support.h"
 #include "server_support.h"
@@ -385,6 +387,100 @@ TEST_CASE("mcp server: a served agent's own approvals are put to the user and it
     CHECK(refunds == 0);
     CHECK(llm->requests().size() == 1);  // the sub-run was never resumed
   }
+}
+
+TEST_CASE("mcp server: an idempotency key makes a retried call run once, and a call in flight is never run twice") {
+  std::atomic<int> charges{0};
+  std::atomic<bool> hold{false}, holding{false};
+  const auto charge_tools = [&] {
+    ToolRegistry tools;
+    tools.add(agentkit::tool("charge")
+                  .doc("Charge the customer's card the given amount and return the charge id.")
+                  .side_effecting(true)
+                  .params("amount")
+                  .fn([&](int amount) {
+                    const int n = ++charges;
+                    holding = true;
+                    eventually([&] { return !hold.load(); });
+                    return "charge " + std::to_string(n) + " of " + std::to_string(amount);
+                  }));
+    return tools;
+  };
+  auto store = std::make_shared<state::InMemoryStore>();
+  McpServerOptions options;
+  options.ledger = std::make_shared<state::StoreLedger>(store, "mcp/calls/");
+  McpServer server(charge_tools(), RunContext{}, options);
+  McpClient client(std::make_unique<mcp_test::InProcessTransport>(server), {});
+  client.connect();
+  const auto call_on = [](McpClient& c, const Json& key, int amount) {
+    Json params = {{"name", "charge"}, {"arguments", {{"amount", amount}}}};
+    if (!key.is_null()) params["_meta"] = {{"agentkit.dev/idempotency-key", key}};
+    return c.request("tools/call", params);
+  };
+  const auto call = [&](const Json& key, int amount) { return call_on(client, key, amount); };
+  const auto text = [](const Json& result) { return result["content"][0].value("text", ""); };
+
+  SECTION("the same key, tool and arguments: the recorded result, not a second charge") {
+    const Json first = call("order-7", 40);
+    CHECK(text(first) == "charge 1 of 40");
+    CHECK(call("order-7", 40) == first);
+    CHECK(charges == 1);
+    // Another key, or the same key with other arguments, is another call.
+    CHECK(text(call("order-8", 40)) == "charge 2 of 40");
+    CHECK(text(call("order-7", 41)) == "charge 3 of 41");
+    // No key: not recorded, runs every time.
+    CHECK(text(call(nullptr, 40)) == "charge 4 of 40");
+    CHECK(text(call(nullptr, 40)) == "charge 5 of 40");
+  }
+  SECTION("a retry while the first runs: this server waits for it; a restarted one does not run it (outcome unknown)") {
+    hold = true;
+    Json first, again;
+    std::thread a([&] { first = call("order-9", 10); });
+    REQUIRE(eventually([&] { return holding.load(); }));
+    // A second server on the same store, as after a restart: the record says
+    // the call began and never ended.
+    McpServer restarted(charge_tools(), RunContext{}, options);
+    McpClient other(std::make_unique<mcp_test::InProcessTransport>(restarted), {});
+    other.connect();
+    const Json unknown = call_on(other, "order-9", 10);
+    CHECK(unknown.value("isError", false));
+    CHECK_THAT(text(unknown), Catch::Contains("unknown"));
+    std::thread b([&] { again = call("order-9", 10); });
+    std::this_thread::sleep_for(100ms);
+    CHECK(charges == 1);
+    hold = false;
+    a.join();
+    b.join();
+    CHECK(text(first) == "charge 1 of 10");
+    CHECK(again == first);
+    CHECK(call_on(other, "order-9", 10) == first);  // recorded once it ended
+    CHECK(charges == 1);
+    other.close();
+  }
+  SECTION("a key that is not a short string is refused, and nothing runs") {
+    for (const Json& bad : {Json(7), Json(""), Json(std::string(257, 'k'))}) {
+      try {
+        call(bad, 1);
+        FAIL("accepted " << bad.dump().substr(0, 40));
+      } catch (const McpError& e) {
+        CHECK(e.rpc_code() == -32602);
+        CHECK_THAT(e.what(), Catch::Contains("idempotency-key"));
+      }
+    }
+    CHECK(charges == 0);
+  }
+}
+
+TEST_CASE("mcp server: without a ledger an idempotency key is refused, not ignored") {
+  Fixture f;
+  try {
+    f.client->request("tools/call", {{"name", "send_mail"}, {"_meta", {{"agentkit.dev/idempotency-key", "m-1"}}}});
+    FAIL("a key was accepted by a server that keeps no records");
+  } catch (const McpError& e) {
+    CHECK(e.rpc_code() == -32602);
+    CHECK_THAT(e.what(), Catch::Contains("keeps no call records"));
+  }
+  CHECK(f.seen->mails == 0);
 }
 
 TEST_CASE("mcp server: set_tools sends list_changed and the client re-lists") {

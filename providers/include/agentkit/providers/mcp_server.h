@@ -40,6 +40,7 @@
 #include <spdlog/fwd.h>
 
 #include <agentkit/context.h>
+#include <agentkit/invoker.h>
 #include <agentkit/json.h>
 #include <agentkit/registry.h>
 
@@ -65,6 +66,17 @@ struct McpServerOptions {
   // robot loop that must never be called back from elsewhere).
   bool deliver_on_poll = false;
   std::shared_ptr<spdlog::logger> logger;  // null: nothing is logged
+  // Exactly once across a client's retries, for clients that ask: a
+  // tools/call whose params._meta carries "agentkit.dev/idempotency-key" (a
+  // string of 1 to 256 bytes) is recorded in this ledger (e.g.
+  // state::StoreLedger over the host's store) under the key, the tool and
+  // its arguments. The same call again returns the recorded result without
+  // running; while the first is still running, or when it never recorded an
+  // outcome (a crash), a side-effecting tool is not run again and the
+  // answer is an isError result saying the outcome is unknown. An agent
+  // served as a tool resumes its sub-run instead. Calls without the key, or
+  // with no ledger set, are not recorded (a key with no ledger is refused).
+  std::shared_ptr<const CallLedger> ledger;
 };
 
 // Delivers one outgoing message (a response, a notification or a request to
