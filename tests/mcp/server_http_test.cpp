@@ -26,8 +26,10 @@ struct RawResponse {
   std::string body;
 };
 
-// One request on its own connection (Connection: close), read to EOF.
-RawResponse raw(int port, const std::string& method, const std::vector<std::string>& headers, const std::string& body = "") {
+// A connection to 127.0.0.1:`port` with `method` /mcp sent on it (`close`:
+// asking the server to close it after the answer).
+int send_request(int port, const std::string& method, const std::vector<std::string>& headers, const std::string& body,
+                 bool close) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   sockaddr_in addr{};
@@ -35,7 +37,7 @@ RawResponse raw(int port, const std::string& method, const std::vector<std::stri
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  std::string request = method + " /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+  std::string request = method + " /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + (close ? "Connection: close\r\n" : "") +
                         "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n";
   for (const auto& h : headers) request += h + "\r\n";
   request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -44,6 +46,12 @@ RawResponse raw(int port, const std::string& method, const std::vector<std::stri
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
+  return fd;
+}
+
+// One request on its own connection (Connection: close), read to EOF.
+RawResponse raw(int port, const std::string& method, const std::vector<std::string>& headers, const std::string& body = "") {
+  const int fd = send_request(port, method, headers, body, true);
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string text;
@@ -66,19 +74,8 @@ RawResponse raw(int port, const std::string& method, const std::vector<std::stri
 // until the object goes.
 class OpenStream {
  public:
-  OpenStream(int port, const std::vector<std::string>& headers, const std::string& body) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    std::string request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                          "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n";
-    for (const auto& h : headers) request += h + "\r\n";
-    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    REQUIRE(::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  OpenStream(int port, const std::vector<std::string>& headers, const std::string& body)
+      : fd_(send_request(port, "POST", headers, body, false)) {
     timeval tv{0, 50'000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
