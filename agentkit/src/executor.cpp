@@ -12,15 +12,28 @@
 
 namespace agentkit {
 
-ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdlog::logger> logger)
-    : logger_(detail::logger_or_null(logger)) {
+ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdlog::logger> logger,
+                                       IdlePolling polling)
+    : polling_(polling), logger_(detail::logger_or_null(logger)) {
   if (threads == 0) throw Error(ErrorCode::invalid_argument, "ThreadPoolExecutor: needs at least one thread");
+  if (polling_.every.count() < 0 || polling_.linger.count() < 0) {
+    throw Error(ErrorCode::invalid_argument, "ThreadPoolExecutor: IdlePolling's every and linger must not be negative");
+  }
   auto work_loop = [this] {
+    auto worked = std::chrono::steady_clock::now();
     for (;;) {
       std::function<void()> work;
       {
         std::unique_lock lock(mutex_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        while (!stopping_ && queue_.empty()) {
+          if (polling_.every.count() > 0 && std::chrono::steady_clock::now() - worked < polling_.linger) {
+            ++pollers_;
+            cv_.wait_for(lock, polling_.every);
+            --pollers_;
+          } else {
+            cv_.wait(lock);
+          }
+        }
         // Queued work is finished before stopping, including work that
         // queued work submits.
         if (queue_.empty()) return;
@@ -36,6 +49,7 @@ ThreadPoolExecutor::ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdl
       } catch (...) {
         logger_->error("ThreadPoolExecutor: submitted work threw a non-standard exception");
       }
+      worked = std::chrono::steady_clock::now();
     }
   };
   workers_.reserve(threads);
@@ -64,11 +78,15 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
 
 void ThreadPoolExecutor::submit(std::function<void()> work) {
   if (!work) throw Error(ErrorCode::invalid_argument, "ThreadPoolExecutor::submit: empty work");
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(work));
+    // A polling worker finds the work at its next check; wake a sleeper
+    // only for work no poller will take.
+    wake = queue_.size() > pollers_;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 }  // namespace agentkit

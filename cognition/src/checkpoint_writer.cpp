@@ -84,6 +84,9 @@ class StoreWriter {
   void wait(Lane& lane, std::uint64_t seq, std::optional<std::chrono::milliseconds> max) {
     std::unique_lock lock(mutex_);
     const auto done = [&] { return lane.written.load(std::memory_order_relaxed) >= seq; };
+    // A polling writer would find the saves at its next check: this thread
+    // is about to block anyway, so it pays for the wake.
+    if (!done()) cv_.notify_one();
     ++lane.waiters;
     if (max) {
       lane.done_cv.wait_for(lock, *max, done);
@@ -106,12 +109,17 @@ class StoreWriter {
  private:
   void loop() {
     std::unique_lock lock(mutex_);
+    auto worked = std::chrono::steady_clock::now();
     for (;;) {
       while (turns_.empty()) {
         if (stopping_) return;
-        sleeping_ = true;
-        cv_.wait(lock);
-        sleeping_ = false;
+        if (std::chrono::steady_clock::now() - worked < kLinger) {
+          cv_.wait_for(lock, kPollEvery);  // push() wakes no one meanwhile
+        } else {
+          sleeping_ = true;
+          cv_.wait(lock);
+          sleeping_ = false;
+        }
       }
       std::shared_ptr<Lane> lane = std::move(turns_.front());
       turns_.pop_front();
@@ -136,6 +144,7 @@ class StoreWriter {
         turns_.push_back(lane);  // its next save waits for the other runs' turns
       }
       if (lane->waiters > 0) lane->done_cv.notify_all();
+      worked = std::chrono::steady_clock::now();
     }
   }
 
@@ -162,6 +171,16 @@ class StoreWriter {
     }
     history = std::move(state.history);
   }
+
+  // A writer that wrote less than kLinger ago checks for saves every
+  // kPollEvery rather than sleeping until push() wakes it: queuing a save
+  // then costs the host no system call (on a virtual machine a wake's
+  // inter-processor interrupt is tens of µs at the tail, which a host's 1 ms
+  // tick feels), and a save waits at most kPollEvery to start. Idle longer,
+  // it sleeps and the next push() wakes it; a host that blocks on a save
+  // wakes it at once (wait()).
+  static constexpr auto kPollEvery = std::chrono::microseconds(200);
+  static constexpr auto kLinger = std::chrono::milliseconds(50);
 
   // The store this thread writes for: once it is gone, its address may name
   // another store, and this writer is dropped (see writer_for).

@@ -1,5 +1,6 @@
 #pragma once
 // Where a run's model and tool calls execute.
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -31,12 +32,28 @@ class InlineExecutor final : public Executor {
   bool inline_execution() const noexcept override { return true; }
 };
 
+// How an idle worker waits for work. By default it sleeps until submit()
+// wakes it, and the submitting thread pays for the wake: on a virtual
+// machine an inter-processor interrupt, tens of µs at the tail, which a host
+// whose tick must never block (a game frame, a robot's control loop) feels in
+// poll(). With `every` set, a worker that finished work less than `linger`
+// ago checks the queue every `every` instead, and submit() wakes no one while
+// such a worker can take the work: the host hands work over without a
+// system call, at the price of up to `every` before the work starts and the
+// idle workers' periodic checks. A worker idle for longer than `linger`
+// sleeps, and the next submit() wakes it.
+struct IdlePolling {
+  std::chrono::microseconds every{0};  // zero: never poll (the default)
+  std::chrono::milliseconds linger{100};
+};
+
 // A fixed pool of worker threads: at most `threads` calls run at once.
 class ThreadPoolExecutor final : public Executor {
  public:
   // Work that throws is reported to `logger` (nowhere when null) and the
   // worker keeps running.
-  explicit ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdlog::logger> logger = nullptr);
+  explicit ThreadPoolExecutor(std::size_t threads, std::shared_ptr<spdlog::logger> logger = nullptr,
+                              IdlePolling polling = {});
   ~ThreadPoolExecutor() override;  // finishes queued work, then joins
   void submit(std::function<void()> work) override;
 
@@ -44,6 +61,8 @@ class ThreadPoolExecutor final : public Executor {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  IdlePolling polling_;
+  std::size_t pollers_ = 0;  // workers checking the queue every polling_.every
   bool stopping_ = false;
   std::vector<std::thread> workers_;
   std::shared_ptr<spdlog::logger> logger_;
