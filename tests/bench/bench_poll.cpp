@@ -228,13 +228,13 @@ void print_row(const char* label, const char* measure, const std::vector<double>
               percentile(sorted, 0.999), sorted.back());
 }
 
-// The machine's floor for a tick that hands work to another thread: the same
-// 1 ms tick, doing nothing but what every tick that starts a model call, a
-// tool batch or a save must do, waking a thread asleep on a condition
-// variable (ThreadPoolExecutor::submit and the checkpoint writer do exactly
-// this). On a virtual machine the wake of a thread whose CPU is idle costs an
-// inter-processor interrupt, paid by the waker; that cost is the machine's,
-// and poll()'s tail cannot go below it.
+// The machine's floor for a tick that hands work to a sleeping thread: the
+// same 1 ms tick, doing nothing but what a tick that starts a model call, a
+// tool batch or a save does without the host setup, waking a thread asleep
+// on a condition variable (ThreadPoolExecutor::submit without IdlePolling,
+// and the checkpoint writer once idle past its linger). On a virtual machine
+// the wake of a thread whose CPU is idle costs an inter-processor interrupt,
+// paid by the waker: the cost the host setup takes out of the tick.
 Figures wake_floor() {
   std::mutex mutex;
   std::condition_variable cv;

@@ -126,7 +126,7 @@ bool runs_within(ThreadPoolExecutor& pool, std::chrono::milliseconds max) {
 TEST_CASE("A polling ThreadPoolExecutor takes work without being woken, and wakes once idle past its linger",
           "[executor]") {
   ThreadPoolExecutor pool(2, nullptr, IdlePolling{.every = 100us, .linger = 30ms});
-  // Never run yet: the workers sleep, and submit() wakes one.
+  // Just started: a worker counts its start as its last work, so it polls.
   CHECK(runs_within(pool, 2s));
   // Just ran: a worker polls and finds the next task at its next check
   // (submit() wakes no one while a poller can take it).

@@ -36,10 +36,10 @@ class InlineExecutor final : public Executor {
 // wakes it, and the submitting thread pays for the wake: on a virtual
 // machine an inter-processor interrupt, tens of µs at the tail, which a host
 // whose tick must never block (a game frame, a robot's control loop) feels in
-// poll(). With `every` set, a worker that finished work less than `linger`
-// ago checks the queue every `every` instead, and submit() wakes no one while
-// such a worker can take the work: the host hands work over without a
-// system call, at the price of up to `every` before the work starts and the
+// poll(). With `every` set, a worker that finished work (or started) less
+// than `linger` ago checks the queue every `every` instead, and submit()
+// wakes no one while such a worker can take the work: the host hands work
+// over without a system call, at the price of up to `every` before the work starts and the
 // idle workers' periodic checks. A worker idle for longer than `linger`
 // sleeps, and the next submit() wakes it.
 struct IdlePolling {
