@@ -124,27 +124,26 @@ Schema close_objects(Schema schema) {
 }
 
 Agent::Agent(std::string name, std::string model, std::string prompt, std::shared_ptr<const Cognition> cognition,
-             AgentOptions options)
-    : name_(std::move(name)),
-      model_(std::move(model)),
-      prompt_(std::move(prompt)),
-      cognition_(cognition ? std::move(cognition) : std::make_shared<const cognition::ReActCognition>()),
-      options_(std::move(options)) {
-  check_handoffs(name_, *cognition_, options_.handoffs);
-  const std::vector<std::string> tools = advertised_tools(*cognition_, options_.handoffs);
-  options_.model_settings.validate(&tools);
-  if (auto& policy = options_.context_policy) {
+             AgentOptions options) {
+  auto data = std::make_shared<Data>(
+      Data{std::move(name), std::move(model), std::move(prompt),
+           cognition ? std::move(cognition) : std::make_shared<const cognition::ReActCognition>(), std::move(options)});
+  check_handoffs(data->name, *data->cognition, data->options.handoffs);
+  const std::vector<std::string> tools = advertised_tools(*data->cognition, data->options.handoffs);
+  data->options.model_settings.validate(&tools);
+  if (auto& policy = data->options.context_policy) {
     if (policy->max_tokens == 0) {
-      throw std::invalid_argument("agent '" + name_ + "': context_policy.max_tokens must be above 0");
+      throw std::invalid_argument("agent '" + data->name + "': context_policy.max_tokens must be above 0");
     }
     if (policy->target_tokens == 0) policy->target_tokens = policy->max_tokens / 2;
     if (policy->target_tokens >= policy->max_tokens) {
-      throw std::invalid_argument("agent '" + name_ + "': context_policy.target_tokens (" +
+      throw std::invalid_argument("agent '" + data->name + "': context_policy.target_tokens (" +
                                   std::to_string(policy->target_tokens) + ") must be below max_tokens (" +
                                   std::to_string(policy->max_tokens) + ")");
     }
     if (!policy->estimate) policy->estimate = estimate_tokens;
   }
+  data_ = std::move(data);
 }
 
 std::string handoff_tool_name(std::string_view agent) { return "transfer_to_" + std::string(agent); }
@@ -423,8 +422,8 @@ double Pricing::cost(const Usage& usage) const noexcept {
 // ---------------------------------------------------------------- Agent
 
 void Agent::check_model(const Model& model) const {
-  const std::vector<const ToolSpec*> specs = cognition_->tools().schemas();
-  model.check_schemas(specs, options_.output ? &options_.output->schema : nullptr);
+  const std::vector<const ToolSpec*> specs = data_->cognition->tools().schemas();
+  model.check_schemas(specs, data_->options.output ? &data_->options.output->schema : nullptr);
 }
 
 RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) const {
@@ -433,7 +432,7 @@ RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) co
   state.run_id = options.run_id.empty() ? RunContext::new_id("run") : std::move(options.run_id);
   state.task = sanitize_utf8(std::move(task));
   if (!options.model_settings.empty()) {
-    const std::vector<std::string> tools = advertised_tools(*cognition_, options_.handoffs);
+    const std::vector<std::string> tools = advertised_tools(*data_->cognition, data_->options.handoffs);
     options.model_settings.validate(&tools);
     state.model_settings = std::move(options.model_settings);
   }
@@ -445,7 +444,7 @@ RunHandle Agent::start(std::string task, RunContext& ctx, RunOptions options) co
   state.history.push_back(Message::user(state.task));
   std::unique_ptr<Checkpoint> checkpoint;
   if (ctx.store) checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, state.run_id, 0);
-  return handle_for(cognition_->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)), ctx);
+  return handle_for(data_->cognition->drive(*this, std::move(state), {}, ctx, std::move(checkpoint)), ctx);
 }
 
 RunResult Agent::run(std::string task, RunContext& ctx, RunOptions options) const {
@@ -467,7 +466,7 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
     }
     check_decisions(state, decisions, *this, ctx);
     state.signature.clear();  // the run moves on; its next result is signed afresh
-    return handle_for(cognition_->drive(*this, std::move(state), std::move(decisions), ctx, nullptr), ctx);
+    return handle_for(data_->cognition->drive(*this, std::move(state), std::move(decisions), ctx, nullptr), ctx);
   }
   // The stored checkpoint is authoritative; the state handed in only names it
   // and must agree with it.
@@ -509,7 +508,7 @@ RunHandle Agent::start_recover(std::string_view run_id, RunContext& ctx) const {
   }
   auto checkpoint = std::make_unique<Checkpoint>(ctx.store, ctx.scope, stored->state.run_id, stored->version,
                                                  std::move(stored->sealed));
-  return handle_for(cognition_->drive(*this, std::move(stored->state), {}, ctx, std::move(checkpoint)), ctx);
+  return handle_for(data_->cognition->drive(*this, std::move(stored->state), {}, ctx, std::move(checkpoint)), ctx);
 }
 
 RunResult Agent::recover(std::string_view run_id, RunContext& ctx) const {

@@ -79,6 +79,23 @@ TEST_CASE("Lisbon: a ReAct run with one tool call, then the answer", "[agent][sp
   CHECK(requests[1].messages[2].tool_call_id == "c1");
 }
 
+TEST_CASE("copies of an Agent share its definition and a moved-from Agent is still the agent", "[agent]") {
+  Agent original("atlas", "fake", "You answer questions about cities.", react({city_population()}));
+  const Agent copy = original;
+  CHECK(&copy.options() == &original.options());
+  CHECK(&copy.cognition() == &original.cognition());
+
+  const Agent moved = std::move(original);
+  CHECK(original.name() == "atlas");  // NOLINT(bugprone-use-after-move): the contract under test
+  CHECK(&moved.options() == &copy.options());
+
+  auto llm = FakeLLM::script({Turn{.content = "Lisbon."}, Turn{.content = "Porto."}});
+  auto ctx = make_test_ctx({.llm = llm});
+  CHECK(original.run("Which city?", ctx).output == "Lisbon.");
+  CHECK(moved.run("Which other city?", ctx).output == "Porto.");
+  CHECK(llm->requests().at(1).system == "You answer questions about cities.");
+}
+
 TEST_CASE("FakeLLM fails loudly, naming the call number, when the script runs out", "[agent][fake]") {
   auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "city_population", {{"city", "Porto"}})}}});
   Agent agent("atlas", "fake", "You answer questions about cities.", react({city_population()}));

@@ -401,11 +401,17 @@ class Agent {
   Agent(std::string name, std::string model, std::string prompt, std::shared_ptr<const Cognition> cognition = nullptr,
         AgentOptions options = {});
 
-  const std::string& name() const noexcept { return name_; }
-  const std::string& model() const noexcept { return model_; }
-  const std::string& prompt() const noexcept { return prompt_; }
-  const AgentOptions& options() const noexcept { return options_; }
-  const Cognition& cognition() const noexcept { return *cognition_; }
+  // Copies share one definition (a copy costs a reference count; a run
+  // keeps one), so the functions in AgentOptions are shared by every run of
+  // every copy. A moved-from Agent is still this agent: moving copies.
+  Agent(const Agent&) = default;
+  Agent& operator=(const Agent&) = default;
+
+  const std::string& name() const noexcept { return data_->name; }
+  const std::string& model() const noexcept { return data_->model; }
+  const std::string& prompt() const noexcept { return data_->prompt; }
+  const AgentOptions& options() const noexcept { return data_->options; }
+  const Cognition& cognition() const noexcept { return *data_->cognition; }
   // The agent named `name` in this agent's handoff graph (this agent, its
   // handoffs' targets, theirs, ...), or null. A run resumed or recovered
   // after a handoff finds its active agent so (RunState::handoff).
@@ -462,11 +468,14 @@ class Agent {
   RunHandle start_recover(std::string_view run_id, RunContext& ctx) const;
 
  private:
-  std::string name_;
-  std::string model_;
-  std::string prompt_;
-  std::shared_ptr<const Cognition> cognition_;
-  AgentOptions options_;
+  struct Data {
+    std::string name;
+    std::string model;
+    std::string prompt;
+    std::shared_ptr<const Cognition> cognition;
+    AgentOptions options;
+  };
+  std::shared_ptr<const Data> data_;
 };
 
 // Wraps anything with `RunResult run(std::string, RunContext&)` into a tool
