@@ -137,7 +137,7 @@ std::chrono::system_clock::time_point from_micros(const Json& j, const char* key
 Json attributes_json(const std::vector<Attribute>& attributes) {
   Json out = Json::object();
   for (const auto& a : attributes) {
-    std::visit([&](const auto& v) { out[a.key] = v; }, a.value);
+    std::visit([&](const auto& v) { out[std::string(a.key.view())] = v; }, a.value);
   }
   return out;
 }

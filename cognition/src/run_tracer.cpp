@@ -9,7 +9,7 @@ namespace {
 using trace::Attribute;
 using trace::Span;
 
-void add(Span& span, std::string key, trace::AttributeValue value) {
+void add(Span& span, trace::AttributeKey key, trace::AttributeValue value) {
   span.attributes.push_back(Attribute{std::move(key), std::move(value)});
 }
 
@@ -73,7 +73,9 @@ Span RunTracer::open(std::string name, trace::SpanKind kind, std::string parent)
   span.name = std::move(name);
   span.kind = kind;
   span.start = Clock::now();
-  span.attributes.reserve(16);  // what a chat span carries, in one allocation
+  // What a span usually carries, in one block under 1 KiB: a larger one
+  // would make glibc's malloc consolidate its free lists on every span.
+  span.attributes.reserve(12);
   return span;
 }
 
@@ -154,7 +156,12 @@ std::string_view RunTracer::model_started(const ModelRequest& request) {
               .dump(-1, ' ', false, Json::error_handler_t::replace));
     }
   }
-  s_->chat_traceparent = trace::format_traceparent(s_->trace_id, span.span_id);
+  // One trace for the whole run: after the first call only the span id changes.
+  if (s_->chat_traceparent.empty()) {
+    s_->chat_traceparent = trace::format_traceparent(s_->trace_id, span.span_id);
+  } else {
+    s_->chat_traceparent.replace(36, span.span_id.size(), span.span_id);  // "00-" <32 digits> "-" <span id>
+  }
   s_->chat = std::move(span);
   return s_->chat_traceparent;
 }
@@ -199,7 +206,7 @@ void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const T
   span.span_id = span_id.empty() ? trace::new_span_id() : std::move(span_id);
   span.parent_span_id = s_->run.span_id;
   span.name = "execute_tool " + call.name;
-  span.attributes.reserve(12);
+  span.attributes.reserve(12);  // as open() does
   span.start = start == Clock::time_point{} ? end : start;  // never started (a rejected call): an instant
   span.end = end < span.start ? span.start : end;
   add(span, "gen_ai.operation.name", std::string("execute_tool"));

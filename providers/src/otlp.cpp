@@ -123,9 +123,9 @@ std::string join_path(std::string base, std::string_view path) {
   return base + std::string(path);
 }
 
-void set_attribute(std::vector<trace::Attribute>& attributes, std::string key, trace::AttributeValue value) {
+void set_attribute(std::vector<trace::Attribute>& attributes, trace::AttributeKey key, trace::AttributeValue value) {
   for (auto& a : attributes) {
-    if (a.key == key) {
+    if (a.key == key.view()) {
       a.value = std::move(value);
       return;
     }

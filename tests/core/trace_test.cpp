@@ -499,3 +499,18 @@ TEST_CASE("span JSON: round trip keeps every type, malformed spans are refused",
   bad.erase("start_us");
   CHECK_THROWS_AS(agentkit::trace::span_from_json(bad), agentkit::Error);
 }
+
+TEST_CASE("an attribute key holds a literal by reference and any other string by value", "[trace]") {
+  static constexpr char literal[] = "gen_ai.usage.input_tokens";
+  const agentkit::trace::AttributeKey from_literal = literal;
+  CHECK(from_literal.view().data() == literal);  // not copied
+  CHECK(from_literal == "gen_ai.usage.input_tokens");
+
+  std::string buffer = "agentkit.custom.key";
+  const agentkit::trace::AttributeKey owned = buffer;
+  buffer.assign("overwritten");
+  const agentkit::trace::AttributeKey copy = owned;  // NOLINT(performance-unnecessary-copy-initialization)
+  CHECK(copy == "agentkit.custom.key");
+  CHECK(copy.starts_with("agentkit."));
+  CHECK_FALSE(copy == "agentkit.custom");
+}

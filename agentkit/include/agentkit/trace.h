@@ -17,10 +17,13 @@
 //   ctx.continue_trace(request_headers["traceparent"]);  // optional
 //   agent.run("...", ctx);
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -49,9 +52,32 @@ std::optional<TraceParent> parse_traceparent(std::string_view value) noexcept;
 // "00-<trace id>-<span id>-01" (or -00 when not sampled).
 std::string format_traceparent(std::string_view trace_id, std::string_view span_id, bool sampled = true);
 
+// An attribute's name. A string literal (every semantic-conventions key a
+// run writes) is held by reference and costs no allocation; any other
+// string is held, shared by the key's copies. A key built from a character
+// array that is not a constant (a buffer) does not compile: pass
+// std::string(buffer).
+class AttributeKey {
+ public:
+  template <std::size_t N>
+  consteval AttributeKey(const char (&literal)[N]) noexcept : data_(literal), size_(N - 1) {}
+  AttributeKey(std::string key)
+      : owned_(std::make_shared<const std::string>(std::move(key))), data_(owned_->data()), size_(owned_->size()) {}
+
+  std::string_view view() const noexcept { return {data_, size_}; }
+  operator std::string_view() const noexcept { return view(); }
+  bool starts_with(std::string_view prefix) const noexcept { return view().starts_with(prefix); }
+  friend bool operator==(const AttributeKey& a, std::string_view b) noexcept { return a.view() == b; }
+
+ private:
+  std::shared_ptr<const std::string> owned_;  // null for a literal
+  const char* data_;
+  std::size_t size_;
+};
+
 using AttributeValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::string>>;
 struct Attribute {
-  std::string key;
+  AttributeKey key;
   AttributeValue value;
 };
 
