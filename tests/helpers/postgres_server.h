@@ -10,8 +10,8 @@
 // root: under root (CI) the server runs as the `postgres` system user, which
 // the Debian package creates, and owns the directory.
 //
-// Authentication: trust for every role, except roles named pw_* which must
-// give their password (scram-sha-256).
+// Authentication: trust for every role except kPasswordRole, which must give
+// its password (scram-sha-256). Tests create that role themselves.
 #pragma once
 
 #include <libpq-fe.h>
@@ -35,6 +35,8 @@ namespace agentkit_test {
 
 class PostgresServer {
  public:
+  static constexpr const char* kPasswordRole = "pw_user";
+
   PostgresServer() : bin_(find_bin()) {
     std::string pattern = (std::filesystem::temp_directory_path() / "agentkit-pg-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("postgres server: mkdtemp failed");
@@ -56,7 +58,7 @@ class PostgresServer {
           << "listen_addresses = ''\nunix_socket_directories = '" << dir_.string() << "'\nport = " << kPort
           << "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n";
       std::ofstream(data() / "pg_hba.conf", std::ios::trunc)
-          << "local all /^pw_ scram-sha-256\nlocal all all trust\n";
+          << "local all " << kPasswordRole << " scram-sha-256\nlocal all all trust\n";
       start();
     } catch (...) {
       remove();
