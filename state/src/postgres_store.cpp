@@ -280,7 +280,7 @@ PostgresStore::Impl::Lease PostgresStore::Impl::take() {
 void PostgresStore::Impl::give_back(Connection conn) {
   const bool reusable =
       conn && PQstatus(conn.get()) == CONNECTION_OK && PQtransactionStatus(conn.get()) == PQTRANS_IDLE;
-  if (!reusable) conn.reset();  // closed outside the lock would be nicer, but it is quick
+  if (!reusable) conn.reset();
   {
     std::lock_guard lock(mutex);
     if (reusable) {
@@ -354,8 +354,10 @@ Result PostgresStore::Impl::run(const std::string& sql, const Params& params, Re
 // migrates older versions here.
 void PostgresStore::Impl::ensure_table() {
   const std::string comment = kCommentPrefix + std::to_string(kSchemaVersion);
-  run(substitute(substitute(kCreateTable, "{comment}", comment), "{t}", table), {}, Retry::always, "cannot create the table");
-  const Result result = run(substitute(kTableComment, "{t}", table), {}, Retry::always, "cannot read the table's comment");
+  run(substitute(substitute(kCreateTable, "{comment}", comment), "{t}", table), {}, Retry::always,
+      "cannot create the table");
+  const Result result =
+      run(substitute(kTableComment, "{t}", table), {}, Retry::always, "cannot read the table's comment");
   {
     const Lease lease = take();  // the connection just used: it names the server in the messages below
     server = prefix(lease.conn.get());

@@ -50,7 +50,8 @@ class PostgresServer {
               "as (`make deps` installs the postgresql package, which creates it)");
         }
         as_user_ = {"runuser", "-u", "postgres", "--"};
-        if (::chown(dir_.c_str(), user->pw_uid, user->pw_gid) != 0) throw std::runtime_error("postgres server: chown failed");
+        if (::chown(dir_.c_str(), user->pw_uid, user->pw_gid) != 0)
+          throw std::runtime_error("postgres server: chown failed");
       }
       run({(bin_ / "initdb").string(), "-D", data().string(), "-U", "agentkit", "-A", "trust", "-N", "-E", "UTF8",
            "--locale=C"});
@@ -98,7 +99,9 @@ class PostgresServer {
     const auto usable = [](const fs::path& bin) { return fs::exists(bin / "initdb") && fs::exists(bin / "pg_ctl"); };
     if (const char* bin = std::getenv("AGENTKIT_PG_BIN"); bin && *bin) {
       if (usable(bin)) return bin;
-      throw std::runtime_error(std::string("postgres server: AGENTKIT_PG_BIN=") + bin + " has no initdb and pg_ctl");
+      throw std::runtime_error(
+          std::string("postgres server: AGENTKIT_PG_BIN=") + bin +
+          " has no initdb and pg_ctl (unset it to use /usr/lib/postgresql/*/bin, which `make deps` fills)");
     }
     fs::path best;
     int best_version = -1;
@@ -166,7 +169,8 @@ class PostgresServer {
 class PostgresSession {
  public:
   explicit PostgresSession(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str()), &PQfinish) {
-    if (PQstatus(conn_.get()) != CONNECTION_OK) throw std::runtime_error(std::string("postgres session: ") + PQerrorMessage(conn_.get()));
+    if (PQstatus(conn_.get()) != CONNECTION_OK)
+      throw std::runtime_error(std::string("postgres session: ") + PQerrorMessage(conn_.get()));
   }
   // Runs `sql` (one or more statements); returns the first column of the
   // first row of the last one ("" if none).

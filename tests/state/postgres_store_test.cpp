@@ -111,8 +111,7 @@ TEST_CASE("postgres: a TTL is an expiry on the server's clock", "[store][postgre
   CHECK(store.get("huge"));
 }
 
-TEST_CASE("postgres: a stopped server gives a StoreError and the store recovers when it is back",
-          "[store][postgres]") {
+TEST_CASE("postgres: a stopped server gives a StoreError and the store recovers when it is back", "[store][postgres]") {
   PostgresServer server;  // its own: this case stops it
   PostgresStore store(server.conninfo(), quick(fresh_table()));
   store.put("k", "v1");
@@ -208,11 +207,13 @@ TEST_CASE("postgres: a password never appears in an error", "[store][postgres]")
   CHECK(works.put("k", "v") == 1);  // so the password is really sent and checked
 
   for (const std::string password : {"wrong-password-4567", "Zq7#xY2"}) {
-    const StoreError e = store_error([&] { PostgresStore(server + " user=" + role + " password=" + password, quick("t")); });
+    const StoreError e =
+        store_error([&] { PostgresStore(server + " user=" + role + " password=" + password, quick("t")); });
     CHECK_THAT(e.what(), Contains("password authentication failed") && !Contains(password));
   }
-  const std::string uri = "postgresql://" + role + ":wrong-password-4567@/postgres?host=" +
-                          shared_postgres().socket_dir().string() + "&port=5432";
+  const std::string uri = "postgresql://" + role +
+                          ":wrong-password-4567@/postgres?host=" + shared_postgres().socket_dir().string() +
+                          "&port=5432";
   CHECK_THAT(store_error([&] { PostgresStore(uri, quick("t")); }).what(),
              Contains("password authentication failed") && !Contains("wrong-password-4567"));
   try {
@@ -263,6 +264,5 @@ TEST_CASE("postgres: the pool opens at most pool_size connections", "[store][pos
     });
   }
   for (auto& thread : threads) thread.join();
-  CHECK(shared_postgres().sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + table + "'") ==
-        "2");
+  CHECK(shared_postgres().sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + table + "'") == "2");
 }

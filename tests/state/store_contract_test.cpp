@@ -96,8 +96,8 @@ TEMPLATE_TEST_CASE("compare_and_set writes only over the expected version", "[st
   auto store = backend.open();
   CHECK_FALSE(store->compare_and_set("k", 1, "none yet"));  // absent is version 0 only
   CHECK_FALSE(store->get("k"));
-  CHECK(store->compare_and_set("k", 0, "first") == 1);     // 0: must be absent
-  CHECK_FALSE(store->compare_and_set("k", 0, "again"));    // no longer absent
+  CHECK(store->compare_and_set("k", 0, "first") == 1);   // 0: must be absent
+  CHECK_FALSE(store->compare_and_set("k", 0, "again"));  // no longer absent
   CHECK_FALSE(store->compare_and_set("k", 7, "stale"));
   CHECK_FALSE(store->compare_and_set("k", -1, "negative"));
   CHECK(store->get("k")->value == "first");  // losers wrote nothing
@@ -142,8 +142,8 @@ TEMPLATE_TEST_CASE("list returns the live entries under a prefix sorted by key",
 TEMPLATE_TEST_CASE("list treats percent and underscore and non-ASCII bytes literally", "[store]", BACKENDS) {
   TestType backend;
   auto store = backend.open();
-  for (const char* key : {"a%b/1", "a%c", "a_b", "axb", "aXc", "ключ/1", "ключ/2", "ключи", "日本/x", "p\xff", "p\xff\xff",
-                          "q"}) {
+  for (const char* key :
+       {"a%b/1", "a%c", "a_b", "axb", "aXc", "ключ/1", "ключ/2", "ключи", "日本/x", "p\xff", "p\xff\xff", "q"}) {
     store->put(key, "v");
   }
   CHECK(keys_of(store->list("a%")) == std::vector<std::string>{"a%b/1", "a%c"});

@@ -60,8 +60,8 @@ class PostgresStore final : public Store {
     // statement_timeout setting); the call throws StoreError. 0: no limit.
     std::chrono::milliseconds statement_timeout{30000};
     // Gives up on opening a connection after this long (libpq's
-    // connect_timeout: whole seconds, at least 2). Overrides connect_timeout
-    // in the connection string or PGCONNECT_TIMEOUT.
+    // connect_timeout: whole seconds, at least 2; 0: no limit). Overrides
+    // connect_timeout in the connection string or PGCONNECT_TIMEOUT.
     std::chrono::seconds connect_timeout{10};
     // Tries per call when the server cannot be reached or a connection
     // breaks (see the class comment), and the wait between them.
