@@ -8,6 +8,8 @@
 #include <limits>
 #include <mutex>
 
+#include "store_internal.h"
+
 // Every write is one statement in autocommit mode, so it is atomic across
 // connections and processes without an explicit transaction: SQLite takes the
 // write lock before the statement reads, waiting through the busy handler.
@@ -18,6 +20,7 @@ namespace agentkit::state {
 namespace {
 
 using Clock = std::chrono::system_clock;
+using store_detail::prefix_end;
 
 constexpr std::int64_t kApplicationId = 0x616b7374;  // "akst": marks the file as an agentkit store
 
@@ -44,16 +47,6 @@ std::optional<std::int64_t> expiry(const Store::Ttl& ttl, std::int64_t now) {
 
 bool expired(const std::optional<std::int64_t>& expires_at, std::int64_t now) {
   return expires_at && *expires_at <= now;
-}
-
-// The smallest key above every key that starts with `prefix`, or nullopt when
-// there is none (empty prefix, or only 0xff bytes).
-std::optional<std::string> prefix_end(std::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
-  if (end.empty()) return std::nullopt;
-  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-  return end;
 }
 
 // One open database handle; every error it reports names the file.

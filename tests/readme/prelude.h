@@ -26,6 +26,7 @@
 #include <agentkit/providers/tool_data.h>
 #include <agentkit/providers/tool_format.h>
 #include <agentkit/state/memory_tool.h>
+#include <agentkit/state/postgres_store.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
 #include <agentkit/tool_data.h>

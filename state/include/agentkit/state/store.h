@@ -21,11 +21,14 @@ namespace agentkit::state {
 // A backend failure (a lost race is not one: compare_and_set returns nullopt
 // for that). Examples: the file cannot be opened or created, is not a store or
 // was written by a newer format, the disk is full, another writer held the
-// lock past the busy timeout. The message names the backend's location (a
-// file path) and never a key or value. Code unavailable.
+// lock past the busy timeout, the database server cannot be reached. The
+// message names the backend's location (a file path, a server) and never a
+// key, a value or a credential. Code unavailable, or outcome_unknown for a
+// write that may or may not have been applied (its connection broke after
+// the write was sent).
 class StoreError : public Error {
  public:
-  explicit StoreError(const std::string& message) : Error(ErrorCode::unavailable, message) {}
+  explicit StoreError(const std::string& message, ErrorCode code = ErrorCode::unavailable) : Error(code, message) {}
 };
 
 struct Entry {
