@@ -219,14 +219,16 @@ void Checkpoint::store_blob(Json& part) {
 }
 
 // Blobs and segments only: writing one again writes the same bytes under
-// the same key, so a transient refusal is worth another try.
+// the same key, so a transient refusal, or a write that may or may not have
+// happened, is worth another try.
 void Checkpoint::put(const std::string& key, const std::string& value) {
   for (int attempt = 1;; ++attempt) {
     try {
       store_->put(key, value);
       return;
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::unavailable || attempt >= kWriteAttempts) throw;
+      const bool transient = e.code() == ErrorCode::unavailable || e.code() == ErrorCode::outcome_unknown;
+      if (!transient || attempt >= kWriteAttempts) throw;
     }
     std::this_thread::sleep_for(kWriteBackoff.delay(attempt));
   }

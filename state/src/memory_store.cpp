@@ -22,7 +22,11 @@ InMemoryStore::Slot* InMemoryStore::live(std::string_view key, Clock::time_point
 std::int64_t InMemoryStore::write(std::string_view key, std::int64_t previous_version, std::string value, Ttl ttl,
                                   Clock::time_point now) {
   Slot slot{{std::move(value), previous_version + 1}, std::nullopt};
-  if (ttl) slot.expires = now + *ttl;
+  if (ttl) {
+    // A TTL past the clock's range saturates instead of overflowing into the past.
+    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+    slot.expires = *ttl >= room ? Clock::time_point::max() : now + *ttl;
+  }
   const std::int64_t version = slot.entry.version;
   slots_.insert_or_assign(std::string(key), std::move(slot));
   return version;

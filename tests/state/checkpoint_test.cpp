@@ -55,16 +55,22 @@ RunState acting_run() {
 std::size_t count_under(state::Store& store, const std::string& prefix) { return store.list(prefix).size(); }
 
 // A store that refuses blob writes (as unavailable) a set number of times,
-// or every time, and counts the document writes it sees.
+// or every time, and counts the document writes it sees. With
+// outcome_unknown, a failed blob write is applied before it throws: the
+// connection broke after the server had it.
 class FlakyStore final : public state::Store {
  public:
-  explicit FlakyStore(int blob_failures) : blob_failures_(blob_failures) {}
+  explicit FlakyStore(int blob_failures, ErrorCode code = ErrorCode::unavailable)
+      : blob_failures_(blob_failures), code_(code) {}
 
   std::optional<state::Entry> get(std::string_view key) override { return inner_.get(key); }
   std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
     if (key.find("/run-blobs/") != std::string_view::npos) {
       ++blob_attempts_;
-      if (blob_failures_ < 0 || blob_failures_-- > 0) throw state::StoreError("flaky.db: database is locked");
+      if (blob_failures_ < 0 || blob_failures_-- > 0) {
+        if (code_ == ErrorCode::outcome_unknown) inner_.put(key, value, ttl);
+        throw state::StoreError("flaky.db: database is locked", code_);
+      }
     }
     return inner_.put(key, std::move(value), ttl);
   }
@@ -91,6 +97,7 @@ class FlakyStore final : public state::Store {
  private:
   state::InMemoryStore inner_;
   std::atomic<int> blob_failures_;  // < 0: always
+  ErrorCode code_;
   std::atomic<int> cas_failures_{0};
   std::atomic<int> blob_attempts_{0};
   std::atomic<int> cas_attempts_{0};
@@ -263,6 +270,21 @@ TEST_CASE("a blob write refused once as unavailable is retried, and the run goes
   const auto loaded = load_run(*store, ctx.scope, result.state.run_id);
   REQUIRE(loaded);
   CHECK(loaded->phase == Phase::done);
+  CHECK(loaded->to_json() == result.state.to_json());
+}
+
+TEST_CASE("a blob write whose outcome is unknown is written again: the same bytes under the same key",
+          "[checkpoint][retry]") {
+  auto store = std::make_shared<FlakyStore>(1, ErrorCode::outcome_unknown);
+  auto ctx = make_test_ctx(
+      {.llm = FakeLLM::script({Turn{.tool_calls = {{"c1", "camera_frame", Json::object()}}}, Turn{.content = "Clear."}}),
+       .store = store});
+  const RunResult result = guard().run("Check the camera.", ctx);
+  CHECK(result.stop_reason == StopReason::answered);
+  CHECK_FALSE(result.failure);
+  CHECK(store->blob_attempts() == 2);
+  const auto loaded = load_run(*store, ctx.scope, result.state.run_id);
+  REQUIRE(loaded);
   CHECK(loaded->to_json() == result.state.to_json());
 }
 
