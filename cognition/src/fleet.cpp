@@ -1,7 +1,6 @@
-#include <agentkit/fleet.h>
-
 #include <agentkit/error.h>
 #include <agentkit/events.h>
+#include <agentkit/fleet.h>
 #include <agentkit/state/checkpoint.h>
 #include <agentkit/state/store.h>
 
@@ -15,8 +14,8 @@ constexpr const char* kKinds[] = {"approve", "reject", "edit"};
 
 std::string result_json(const RunResult& result) {
   Json doc = {{"stop_reason", std::string(to_string(result.stop_reason))}, {"output", result.output}};
-  if (result.failure) doc["failure"] = {{"code", std::string(to_string(result.failure->code))},
-                                        {"message", result.failure->message}};
+  if (result.failure)
+    doc["failure"] = {{"code", std::string(to_string(result.failure->code))}, {"message", result.failure->message}};
   return doc.dump();
 }
 
@@ -45,8 +44,8 @@ Decisions decisions_from_json(std::string_view json) {
   for (const auto& [id, d] : doc.items()) {
     if (!d.is_object() || !d.contains("kind") || !d["kind"].is_string()) throw bad(id + ": no \"kind\"");
     const std::string kind = d["kind"].get<std::string>();
-    const std::string message = d.contains("message") && d["message"].is_string() ? d["message"].get<std::string>()
-                                                                                  : std::string();
+    const std::string message =
+        d.contains("message") && d["message"].is_string() ? d["message"].get<std::string>() : std::string();
     if (kind == "approve") {
       out[id] = Decision::approve();
     } else if (kind == "reject") {
@@ -107,7 +106,19 @@ void FleetWorker::loop() {
       continue;
     }
     ++claims_;
-    handle(*claim);
+    try {
+      handle(*claim);
+    } catch (const std::exception& e) {
+      // Nothing escapes the worker's thread: the run's lease expires and
+      // another worker (or this one) recovers it.
+      report({.outcome = FleetRunReport::Outcome::abandoned,
+              .scope = claim->scope,
+              .run_id = claim->run_id,
+              .agent = claim->agent,
+              .attempt = claim->attempt,
+              .taken_over = claim->taken_over,
+              .error = e.what()});
+    }
   }
 }
 

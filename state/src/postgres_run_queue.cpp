@@ -1,5 +1,5 @@
 #include <agentkit/state/postgres_run_queue.h>
-
+#include <agentkit/state/store.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -8,8 +8,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-
-#include <agentkit/state/store.h>
 
 #include "postgres_internal.h"
 
@@ -141,7 +139,7 @@ struct PostgresRunQueue::Impl {
   std::mutex wait_mutex;
   std::condition_variable woken;
   std::uint64_t generation = 0;
-  bool receiving = false;  // a thread is in receive()
+  bool receiving = false;   // a thread is in receive()
   pg::Connection listener;  // touched only by the thread in receive() (or the constructor)
   int wake_fd = -1;         // eventfd: interrupt() wakes receive()
 };

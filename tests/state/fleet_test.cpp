@@ -4,8 +4,16 @@
 // on another connection wakes a sleeping worker through NOTIFY, a dead
 // worker's run is recovered after its lease expires without running its
 // side effect again, and a worker never serves another scope's runs.
-#include <catch2/catch.hpp>
+#include <agentkit/agent.h>
+#include <agentkit/cognition/react.h>
+#include <agentkit/executor.h>
+#include <agentkit/fleet.h>
+#include <agentkit/function_tool.h>
+#include <agentkit/state/postgres_run_queue.h>
+#include <agentkit/state/postgres_store.h>
+#include <agentkit/testing/test_context.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -13,14 +21,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <agentkit/agent.h>
-#include <agentkit/cognition/react.h>
-#include <agentkit/fleet.h>
-#include <agentkit/function_tool.h>
-#include <agentkit/state/postgres_run_queue.h>
-#include <agentkit/state/postgres_store.h>
-#include <agentkit/testing/test_context.h>
 
 #include "../helpers/postgres_server.h"
 #include "../helpers/tool_calls.h"
@@ -128,13 +128,17 @@ PostgresRunQueue::Options queue_options(const std::string& table) {
 
 // What the processes of a fleet share: the database's two tables.
 struct Fleet {
+  explicit Fleet(std::string server = shared_postgres().conninfo()) : conninfo(std::move(server)) {}
+
+  std::string conninfo;
   std::string runs_table = fresh_table();
   std::string store_table = fresh_table();
   std::shared_ptr<PostgresStore> store = std::make_shared<PostgresStore>(
-      shared_postgres().conninfo(), PostgresStore::Options{.pool_size = 8, .table = store_table});
+      conninfo, PostgresStore::Options{
+                    .pool_size = 8, .attempts = 2, .backoff = {.base = 10ms, .max = 50ms}, .table = store_table});
 
   std::shared_ptr<PostgresRunQueue> queue() const {
-    return std::make_shared<PostgresRunQueue>(shared_postgres().conninfo(), queue_options(runs_table));
+    return std::make_shared<PostgresRunQueue>(conninfo, queue_options(runs_table));
   }
 };
 
@@ -143,12 +147,13 @@ struct Fleet {
 TEST_CASE("fleet: three workers finish every run and each run is executed by one worker", "[postgres][fleet]") {
   Fleet fleet;
   Effects effects;
-  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.",
-                                                   react({effects.tool("record")}));
+  const auto clerk =
+      std::make_shared<const Agent>("clerk", "fake", "You record things.", react({effects.tool("record")}));
   Reports reports;
   auto submitter = fleet.queue();
   constexpr int kRuns = 12;
-  for (int i = 0; i < kRuns; ++i) REQUIRE(submitter->submit(kA, "run-" + std::to_string(i), "clerk", "t" + std::to_string(i)));
+  for (int i = 0; i < kRuns; ++i)
+    REQUIRE(submitter->submit(kA, "run-" + std::to_string(i), "clerk", "t" + std::to_string(i)));
 
   std::vector<std::unique_ptr<FleetWorker>> workers;
   for (int w = 0; w < 3; ++w) {
@@ -188,8 +193,8 @@ TEST_CASE("fleet: three workers finish every run and each run is executed by one
 TEST_CASE("fleet: decisions submitted from another connection wake the sleeping worker", "[postgres][fleet]") {
   Fleet fleet;
   Effects effects;
-  const auto billing = std::make_shared<const Agent>("billing", "fake", "You refund orders.",
-                                                     react({effects.tool("refund", true)}));
+  const auto billing =
+      std::make_shared<const Agent>("billing", "fake", "You refund orders.", react({effects.tool("refund", true)}));
   Reports reports;
   auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("refund"), .store = fleet.store});
   // The safety net is far longer than the wake-up may take.
@@ -230,8 +235,8 @@ TEST_CASE("fleet: a dead worker's run is recovered after its lease expires and i
           "[postgres][fleet]") {
   Fleet fleet;
   Effects effects;
-  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.",
-                                                   react({effects.tool("record")}));
+  const auto clerk =
+      std::make_shared<const Agent>("clerk", "fake", "You record things.", react({effects.tool("record")}));
   auto queue = fleet.queue();
   REQUIRE(queue->submit(kA, "r1", "clerk", "once"));
   {
@@ -251,9 +256,9 @@ TEST_CASE("fleet: a dead worker's run is recovered after its lease expires and i
   Reports reports;
   auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .store = fleet.store});
   // It looks again every 100 ms: nothing notifies a lease's expiry.
-  FleetWorker rescuer(fleet.queue(), {{"clerk", clerk}}, base,
-                      {.name = "rescuer", .scopes = {kA}, .lease = 5s, .heartbeat = 1s, .idle_wait = 100ms,
-                       .on_run = reports.sink()});
+  FleetWorker rescuer(
+      fleet.queue(), {{"clerk", clerk}}, base,
+      {.name = "rescuer", .scopes = {kA}, .lease = 5s, .heartbeat = 1s, .idle_wait = 100ms, .on_run = reports.sink()});
   rescuer.start();
   const auto seen = reports.until([](const auto& all) { return !all.empty(); });
   rescuer.stop();
@@ -270,12 +275,11 @@ TEST_CASE("fleet: a dead worker's run is recovered after its lease expires and i
   CHECK(info->attempts == 2);
 }
 
-TEST_CASE("fleet: a worker paused past its lease cannot mark the run another worker took over",
-          "[postgres][fleet]") {
+TEST_CASE("fleet: a worker paused past its lease cannot mark the run another worker took over", "[postgres][fleet]") {
   Fleet fleet;
   Effects effects;
-  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.",
-                                                   react({effects.tool("record")}));
+  const auto clerk =
+      std::make_shared<const Agent>("clerk", "fake", "You record things.", react({effects.tool("record")}));
   auto queue = fleet.queue();
   REQUIRE(queue->submit(kA, "r1", "clerk", "fenced"));
   const auto paused = queue->claim("paused", {kA}, 500ms);
@@ -283,9 +287,9 @@ TEST_CASE("fleet: a worker paused past its lease cannot mark the run another wor
   // Another worker takes it over once the lease has expired, and ends it.
   Reports reports;
   auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .store = fleet.store});
-  FleetWorker other(fleet.queue(), {{"clerk", clerk}}, base,
-                    {.name = "other", .scopes = {kA}, .lease = 5s, .heartbeat = 1s, .idle_wait = 100ms,
-                     .on_run = reports.sink()});
+  FleetWorker other(
+      fleet.queue(), {{"clerk", clerk}}, base,
+      {.name = "other", .scopes = {kA}, .lease = 5s, .heartbeat = 1s, .idle_wait = 100ms, .on_run = reports.sink()});
   other.start();
   const auto seen = reports.until([](const auto& all) { return !all.empty(); });
   other.stop();
@@ -306,16 +310,15 @@ TEST_CASE("fleet: a worker paused past its lease cannot mark the run another wor
 TEST_CASE("fleet: a worker serving scope A never runs scope B's runs", "[postgres][fleet]") {
   Fleet fleet;
   Effects effects;
-  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.",
-                                                   react({effects.tool("record")}));
+  const auto clerk =
+      std::make_shared<const Agent>("clerk", "fake", "You record things.", react({effects.tool("record")}));
   auto queue = fleet.queue();
   // B's run is older: a worker that ignored scopes would take it first.
   REQUIRE(queue->submit(kB, "b1", "clerk", "for B"));
   REQUIRE(queue->submit(kA, "a1", "clerk", "for A"));
   Reports reports;
   auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .store = fleet.store});
-  FleetWorker worker(fleet.queue(), {{"clerk", clerk}}, base,
-                     {.name = "wa", .scopes = {kA}, .on_run = reports.sink()});
+  FleetWorker worker(fleet.queue(), {{"clerk", clerk}}, base, {.name = "wa", .scopes = {kA}, .on_run = reports.sink()});
   worker.start();
   reports.until([](const auto& all) { return !all.empty(); });
   // A later submission to B wakes the worker (NOTIFY) and is not claimed either.
@@ -340,4 +343,118 @@ TEST_CASE("fleet: a worker serving scope A never runs scope B's runs", "[postgre
     CHECK(info->attempts == 0);
     CHECK_FALSE(agentkit::load_run(*fleet.store, kB, id));  // never started
   }
+}
+
+TEST_CASE("fleet: workers reconnect after the server restarts and finish the runs submitted then",
+          "[postgres][fleet]") {
+  agentkit_test::PostgresServer server;  // its own: this case restarts it
+  Fleet fleet(server.conninfo());
+  Effects effects;
+  const auto clerk =
+      std::make_shared<const Agent>("clerk", "fake", "You record things.", react({effects.tool("record")}));
+  Reports reports;
+  std::vector<std::unique_ptr<FleetWorker>> workers;
+  for (int w = 0; w < 2; ++w) {
+    auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .store = fleet.store});
+    // No safety-net wake-up within the test's time: only LISTEN (and the
+    // reconnection) wakes them.
+    workers.push_back(std::make_unique<FleetWorker>(fleet.queue(), FleetWorker::Agents{{"clerk", clerk}}, base,
+                                                    agentkit::FleetWorkerOptions{.name = "w" + std::to_string(w),
+                                                                                 .scopes = {kA},
+                                                                                 .lease = 120s,
+                                                                                 .heartbeat = 10s,
+                                                                                 .idle_wait = 120s,
+                                                                                 .on_run = reports.sink()}));
+    workers.back()->start();
+  }
+  REQUIRE(fleet.queue()->submit(kA, "before", "clerk", "before"));
+  REQUIRE(reports.until([](const auto& all) { return !all.empty(); }, 30s).size() == 1);
+
+  server.stop();
+  server.start();
+  auto submitter = fleet.queue();
+  constexpr int kAfter = 4;
+  for (int i = 0; i < kAfter; ++i)
+    REQUIRE(submitter->submit(kA, "after-" + std::to_string(i), "clerk", "a" + std::to_string(i)));
+  const auto all = reports.until([](const auto& all) { return all.size() >= 1 + kAfter; }, 60s);
+  for (auto& w : workers) w->stop();
+  REQUIRE(all.size() == 1 + kAfter);
+  CHECK(count_outcome(all, Outcome::done) == 1 + kAfter);
+  CHECK(effects.count("before") == 1);
+  for (int i = 0; i < kAfter; ++i) {
+    CHECK(effects.count("a" + std::to_string(i)) == 1);
+    CHECK(submitter->info(kA, "after-" + std::to_string(i))->status == PostgresRunQueue::Status::done);
+  }
+}
+
+TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one recovers it without calling again",
+          "[postgres][fleet]") {
+  Fleet fleet;
+  // A side effect that is still running when its worker stops.
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool entered = false, go = false;
+  int calls = 0;
+  auto record = agentkit::tool("record")
+                    .doc("Record one thing in the outside world.")
+                    .side_effecting(true)
+                    .params("what")
+                    .fn([&](const std::string& what) {
+                      std::unique_lock lock(mutex);
+                      ++calls;
+                      entered = true;
+                      changed.notify_all();
+                      changed.wait(lock, [&] { return go; });
+                      return "done: " + what;
+                    });
+  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({record}));
+  auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(2);
+  // A context (an invoker) per worker, as in two processes: one invoker
+  // would let the second call join the first, still in flight.
+  const auto base = [&] {
+    return make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .executor = executor, .store = fleet.store});
+  };
+  Reports reports;
+  auto queue = fleet.queue();
+  REQUIRE(queue->submit(kA, "r1", "clerk", "slow"));
+  {
+    FleetWorker first(fleet.queue(), {{"clerk", clerk}}, base(),
+                      {.name = "first", .scopes = {kA}, .on_run = reports.sink()});
+    first.start();
+    {
+      std::unique_lock lock(mutex);
+      REQUIRE(changed.wait_for(lock, 60s, [&] { return entered; }));
+    }
+    first.stop();
+  }
+  auto seen = reports.until([](const auto& all) { return !all.empty(); });
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].outcome == Outcome::released);
+  CHECK(queue->info(kA, "r1")->status == PostgresRunQueue::Status::runnable);
+
+  FleetWorker second(fleet.queue(), {{"clerk", clerk}}, base(),
+                     {.name = "second", .scopes = {kA}, .on_run = reports.sink()});
+  second.start();
+  seen = reports.until([](const auto& all) { return all.size() >= 2; });
+  second.stop();
+  {
+    std::lock_guard lock(mutex);
+    go = true;  // the first call may end now; nothing waits for it
+  }
+  changed.notify_all();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1].outcome == Outcome::done);
+  CHECK_FALSE(seen[1].taken_over);  // given back, not expired
+  CHECK(seen[1].attempt == 2);
+  REQUIRE(seen[1].result);
+  CHECK(seen[1].result->output == "recorded slow");
+  // The call that started and recorded nothing is outcome_unknown, not run again.
+  bool unknown = false;
+  for (const auto& m : seen[1].result->state.history) {
+    if (m.role == agentkit::Role::tool)
+      unknown = m.is_error && m.text().find("outcome of this call is unknown") != std::string::npos;
+  }
+  CHECK(unknown);
+  std::lock_guard lock(mutex);
+  CHECK(calls == 1);
 }

@@ -1,17 +1,16 @@
 // PostgresRunQueue against a throwaway server: idempotent submits, claims
 // that never hand one run to two workers, scopes, fenced marks after a lease
 // is taken over, and wake-ups through LISTEN/NOTIFY.
-#include <catch2/catch.hpp>
+#include <agentkit/state/postgres_run_queue.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <agentkit/state/postgres_run_queue.h>
 
 #include "../helpers/postgres_server.h"
 
@@ -33,7 +32,8 @@ const Scope kB{.org_id = 2};
 
 // Expires every lease of `table` now, as the server's clock passing them would.
 void expire_leases(const std::string& table) {
-  shared_postgres().sql("UPDATE \"" + table + "\" SET lease_expires_at = now() - interval '1 second'"
+  shared_postgres().sql("UPDATE \"" + table +
+                        "\" SET lease_expires_at = now() - interval '1 second'"
                         " WHERE status = 'leased'");
 }
 
@@ -177,7 +177,7 @@ TEST_CASE("run queue: decisions make a suspended run runnable and wake a waiting
   const auto waited = std::chrono::steady_clock::now() - start;
   approve.join();
   CHECK(woken);
-  CHECK(waited < 10s);  // the notification, not the 30 s safety net
+  CHECK(waited < 10s);                                                     // the notification, not the 30 s safety net
   CHECK_FALSE(approver.submit_decisions(kA, "r1", R"({"c1":"reject"})"));  // already has decisions
 
   const auto resumed = worker.claim("w1", {kA}, 30s);

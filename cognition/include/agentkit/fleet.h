@@ -3,6 +3,10 @@
 // exactly-once ledger through PostgreSQL (a PostgresRunQueue for the runs, a
 // PostgresStore for their checkpoints and ledgers). Any number of workers,
 // threads of one process or many processes, serve the same queue.
+#include <agentkit/agent.h>
+#include <agentkit/context.h>
+#include <agentkit/state/postgres_run_queue.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -13,10 +17,6 @@
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <agentkit/agent.h>
-#include <agentkit/context.h>
-#include <agentkit/state/postgres_run_queue.h>
 
 namespace agentkit {
 
@@ -34,8 +34,8 @@ struct FleetRunReport {
   Scope scope;
   std::string run_id;
   std::string agent;
-  int attempt = 0;          // the queue's claim count for the run
-  bool taken_over = false;  // claimed from a worker whose lease expired
+  int attempt = 0;                  // the queue's claim count for the run
+  bool taken_over = false;          // claimed from a worker whose lease expired
   std::optional<RunResult> result;  // done and suspended: the run's result
   std::string error;                // what failed, for a run that could not start or be marked
 };

@@ -1,6 +1,9 @@
 #pragma once
 // PostgresRunQueue: the runs of a fleet of workers, in one PostgreSQL table
 // every worker (thread or process) shares, handed out through leases.
+#include <agentkit/backoff.h>
+#include <agentkit/context.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -9,9 +12,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <agentkit/backoff.h>
-#include <agentkit/context.h>
 
 namespace agentkit::state {
 
