@@ -458,3 +458,72 @@ TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one 
   std::lock_guard lock(mutex);
   CHECK(calls == 1);
 }
+
+TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the new owner finishes it",
+          "[postgres][fleet]") {
+  Fleet fleet;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool entered = false, go = false;
+  int calls = 0;
+  auto record = agentkit::tool("record")
+                    .doc("Record one thing in the outside world.")
+                    .side_effecting(true)
+                    .params("what")
+                    .fn([&](const std::string& what) {
+                      std::unique_lock lock(mutex);
+                      ++calls;
+                      entered = true;
+                      changed.notify_all();
+                      changed.wait(lock, [&] { return go; });
+                      return "done: " + what;
+                    });
+  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({record}));
+  auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(2);
+  const auto base = [&] {
+    return make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .executor = executor, .store = fleet.store});
+  };
+  Reports reports;
+  auto queue = fleet.queue();
+  REQUIRE(queue->submit(kA, "r1", "clerk", "contested"));
+  FleetWorker slow(fleet.queue(), {{"clerk", clerk}}, base(),
+                   {.name = "slow", .scopes = {kA}, .lease = 5s, .heartbeat = 100ms, .on_run = reports.sink()});
+  slow.start();
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 60s, [&] { return entered; }));
+  }
+  // Another worker takes the run over in one statement, as a claim after
+  // the lease expired would (the slow worker's heartbeat cannot slip between).
+  shared_postgres().sql("UPDATE \"" + fleet.runs_table +
+                        "\" SET lease_owner = 'taker', lease_token = lease_token + 1,"
+                        " lease_expires_at = now() + interval '1 minute', attempts = attempts + 1 WHERE run_id = 'r1'");
+  auto seen = reports.until([](const auto& all) { return !all.empty(); });
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].outcome == Outcome::lost);
+  slow.stop();
+  const auto info = queue->info(kA, "r1");
+  CHECK(info->status == PostgresRunQueue::Status::leased);
+  CHECK(info->lease_owner == "taker");
+  {
+    std::lock_guard lock(mutex);
+    go = true;  // the slow worker's call ends; its run is gone
+  }
+  changed.notify_all();
+
+  // The taker gives it back; a worker finishes it without calling again.
+  PostgresRunQueue::Claim taker{.scope = kA, .run_id = "r1", .lease_token = info->lease_token};
+  REQUIRE(queue->release("taker", taker));
+  FleetWorker next(fleet.queue(), {{"clerk", clerk}}, base(),
+                   {.name = "next", .scopes = {kA}, .on_run = reports.sink()});
+  next.start();
+  seen = reports.until([](const auto& all) { return all.size() >= 2; });
+  next.stop();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1].outcome == Outcome::done);
+  REQUIRE(seen[1].result);
+  CHECK(seen[1].result->output == "recorded contested");
+  CHECK(queue->info(kA, "r1")->status == PostgresRunQueue::Status::done);
+  std::lock_guard lock(mutex);
+  CHECK(calls == 1);
+}
