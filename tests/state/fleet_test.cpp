@@ -527,3 +527,47 @@ TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the ne
   std::lock_guard lock(mutex);
   CHECK(calls == 1);
 }
+
+TEST_CASE("fleet: decisions that do not fit leave the run suspended and nothing runs", "[postgres][fleet]") {
+  // The JSON the queue carries, both ways.
+  const agentkit::Decisions decisions{
+      {"a", Decision::approve()}, {"b", Decision::reject("too much")}, {"c", Decision::edit({{"what", "less"}})}};
+  const auto back = agentkit::decisions_from_json(agentkit::decisions_to_json(decisions));
+  REQUIRE(back.size() == 3);
+  CHECK(back.at("a").kind == Decision::Kind::approve);
+  CHECK(back.at("b").kind == Decision::Kind::reject);
+  CHECK(back.at("b").message == "too much");
+  CHECK(back.at("c").kind == Decision::Kind::edit);
+  CHECK(back.at("c").arguments == agentkit::Json{{"what", "less"}});
+  CHECK_THROWS_AS(agentkit::decisions_from_json("[1]"), agentkit::Error);
+  CHECK_THROWS_AS(agentkit::decisions_from_json(R"({"c1": {"kind": "maybe"}})"), agentkit::Error);
+
+  Fleet fleet;
+  Effects effects;
+  const auto billing =
+      std::make_shared<const Agent>("billing", "fake", "You refund orders.", react({effects.tool("refund", true)}));
+  Reports reports;
+  FleetWorker worker(fleet.queue(), {{"billing", billing}},
+                     make_test_ctx({.llm = std::make_shared<OneCallModel>("refund"), .store = fleet.store}),
+                     {.name = "w", .scopes = {kA}, .on_run = reports.sink()});
+  worker.start();
+  auto approver = fleet.queue();
+  REQUIRE(approver->submit(kA, "refund-1", "billing", "A-1"));
+  reports.until([](const auto& all) { return !all.empty(); });
+  // Unreadable, then naming a call that is not pending: each time the run
+  // is suspended again, untouched.
+  REQUIRE(approver->submit_decisions(kA, "refund-1", "not json"));
+  reports.until([](const auto& all) { return all.size() >= 2; });
+  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c9", Decision::approve()}})));
+  reports.until([](const auto& all) { return all.size() >= 3; });
+  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::approve()}})));
+  const auto seen = reports.until([](const auto& all) { return all.size() >= 4; });
+  worker.stop();
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[1].outcome == Outcome::suspended);
+  CHECK(seen[2].outcome == Outcome::suspended);
+  CHECK(seen[3].outcome == Outcome::done);
+  REQUIRE(seen[3].result);
+  CHECK(seen[3].result->output == "recorded A-1");
+  CHECK(effects.count("A-1") == 1);
+}
