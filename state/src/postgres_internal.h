@@ -2,6 +2,8 @@
 // What PostgresStore and PostgresRunQueue share over libpq: binary statement
 // parameters and results, and a small pool of connections that replaces
 // broken ones and retries what may be retried. Internal to agentkit_state.
+#include <agentkit/backoff.h>
+#include <agentkit/redact.h>
 #include <libpq-fe.h>
 
 #include <array>
@@ -15,9 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <agentkit/backoff.h>
-#include <agentkit/redact.h>
 
 namespace agentkit::state::pg {
 

@@ -1,5 +1,4 @@
-#include "postgres_internal.h"
-
+#include <agentkit/state/store.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -7,7 +6,7 @@
 #include <regex>
 #include <thread>
 
-#include <agentkit/state/store.h>
+#include "postgres_internal.h"
 
 namespace agentkit::state::pg {
 namespace {
@@ -82,7 +81,9 @@ std::string substitute(std::string text, std::string_view name, std::string_view
 }
 
 Pool::Pool(std::string what, std::string conninfo, PoolOptions options, std::string quoted_table)
-    : what_(std::move(what)), conninfo_(std::move(conninfo)), options_(std::move(options)),
+    : what_(std::move(what)),
+      conninfo_(std::move(conninfo)),
+      options_(std::move(options)),
       table_(std::move(quoted_table)) {
   char* error = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &error);
@@ -155,6 +156,10 @@ Connection Pool::connect(std::string& error) {
     return nullptr;
   }
   if (PQstatus(conn.get()) == CONNECTION_OK) {
+    // Notices (a server's shutdown message, "already exists, skipping") are
+    // not a library's to print on stderr.
+    PQsetNoticeProcessor(
+        conn.get(), [](void*, const char*) {}, nullptr);
     const std::string set = "SET statement_timeout = " + std::to_string(options_.statement_timeout.count());
     Result result(PQexec(conn.get(), set.c_str()));
     if (PQresultStatus(result.get()) == PGRES_COMMAND_OK) return conn;

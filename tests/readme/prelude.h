@@ -14,6 +14,7 @@
 #include <agentkit/errors.h>
 #include <agentkit/events.h>
 #include <agentkit/executor.h>
+#include <agentkit/fleet.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/invoker.h>
 #include <agentkit/registry.h>
@@ -26,6 +27,7 @@
 #include <agentkit/providers/tool_data.h>
 #include <agentkit/providers/tool_format.h>
 #include <agentkit/state/memory_tool.h>
+#include <agentkit/state/postgres_run_queue.h>
 #include <agentkit/state/postgres_store.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
