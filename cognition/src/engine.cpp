@@ -1399,8 +1399,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         // A call abandoned mid-run has no end of its own: the run's stop is it.
         const auto ended = calls[k].ended_at == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now()
                                                                                          : calls[k].ended_at;
-        tracer_.tool_finished(calls[k].span_id, call, calls[k].request.tool.get(), r->status, text, calls[k].started_at,
-                              ended);
+        tracer_.tool_finished(std::move(calls[k].span_id), call, calls[k].request.tool.get(), r->status, text,
+                              calls[k].started_at, ended);
       }
       if (r->status == ToolResult::Status::awaiting_approval) {
         st_.pending.push_back(call.id);
