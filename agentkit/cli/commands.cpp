@@ -648,12 +648,14 @@ int worker_command(const WorkerArgs& args) {
     for (const auto& warning : config.warnings) std::cerr << "agentkit: " << warning << "\n";
     auto queue = open_queue(args.store);
     auto store = open_postgres(args.store);
-    // SIGTERM stops the worker like SIGINT (a supervisor's stop).
+    // SIGTERM stops the worker like SIGINT (a supervisor's stop); a second
+    // SIGINT ends the process at once (SA_RESETHAND, as for run).
     struct sigaction action {};
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
+    action.sa_flags = SA_RESETHAND;
+    ::sigaction(SIGINT, &action, nullptr);
     std::unique_ptr<const AgentRuntime> runtime;
     std::unique_ptr<FleetWorker> worker;
     {
