@@ -166,3 +166,43 @@ TEST_CASE("agentkit fleet commands refuse a SQLite store and never print a conni
   }
   CHECK(run_cli(dir, {"worker", "x.yaml", "--store", "dbname=x", "--scope", "nope"}).exit_code == 2);
 }
+
+TEST_CASE("agentkit worker stopped by SIGTERM mid-run hands the run back and another worker finishes it",
+          "[cli][fleet][postgres]") {
+  TempDir dir;
+  WireServer model;
+  std::atomic<int> asked{0};
+  // The first model call is slow (the worker is stopped during it); the others answer at once.
+  model.set_handler([&](const WireServer::Request&) {
+    WireServer::Response r = answer({"Lisbon."});
+    if (asked++ == 0) r.delay = 3s;
+    return r;
+  });
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+  const std::string db = fresh_database();
+  agentkit::state::PostgresRunQueue queue(db);
+  using Status = agentkit::state::PostgresRunQueue::Status;
+
+  const pid_t first = spawn_cli(dir, {"worker", file.string(), "--store", db, "--worker-id", "first"}, {}, "first");
+  REQUIRE(run_cli(dir, {"submit", "atlas", "Which city is the capital of Portugal?", "--store", db, "--run-id", "q1"})
+              .exit_code == 0);
+  REQUIRE(eventually([&] { return asked.load() >= 1; }));
+  ::kill(first, SIGTERM);
+  CHECK(wait_for(first) == 0);
+  const std::string log = read_file(dir.path / "first.err");
+  INFO(log);
+  CHECK(log.find("run q1 (atlas, attempt 1): released") != std::string::npos);
+  const auto info = queue.info({}, "q1");
+  REQUIRE(info);
+  CHECK(info->status == Status::runnable);
+  CHECK(info->lease_owner.empty());
+
+  const pid_t second = spawn_cli(dir, {"worker", file.string(), "--store", db, "--worker-id", "second"}, {}, "second");
+  CHECK(eventually([&] { return queue.info({}, "q1")->status == Status::done; }));
+  ::kill(second, SIGINT);
+  CHECK(wait_for(second) == 0);
+  const auto done = queue.info({}, "q1");
+  CHECK(done->attempts == 2);
+  REQUIRE(done->result);
+  CHECK(done->result->find("Lisbon.") != std::string::npos);
+}
