@@ -470,7 +470,7 @@ int runs_command(const RunsArgs& args) {
   return guarded([&] {
     const fs::path path = args.store.value_or(default_store_path());
     std::vector<RunSummary> runs;
-    if (auto store = open_existing_store(path)) runs = list_runs(*store, Scope{});
+    if (auto store = open_existing_store(path)) runs = list_runs(*store, args.scope);
     bool unreadable = false;
     for (const auto& run : runs) {
       if (run.problem.empty()) continue;
@@ -501,7 +501,7 @@ int show_command(const ShowArgs& args) {
       std::optional<RunView> view;
       if (store) {
         try {
-          view = load_view(*store, Scope{}, run_id);
+          view = load_view(*store, args.scope, run_id);
         } catch (const CheckpointError& e) {
           throw Error(ErrorCode::data_loss, "run " + first_line(run_id, 80) + " is unreadable: " + e.what());
         }

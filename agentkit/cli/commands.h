@@ -50,6 +50,7 @@ struct RunsArgs {
   std::optional<std::filesystem::path> store;
   std::string status;  // only runs with this status (RunSummary::status); empty: all
   bool json = false;
+  Scope scope;  // the tenant whose runs to list (fleet runs; the CLI's own runs are global)
 };
 
 struct ShowArgs {
@@ -58,6 +59,7 @@ struct ShowArgs {
   bool json = false;
   std::optional<std::filesystem::path> html;  // write the page here ("-": stdout) instead of the timeline
   std::optional<std::string> against;          // another run to compare with, step by step (compare_runs)
+  Scope scope;                                 // the tenant the runs belong to
 };
 
 // `agentkit runs`: the store's runs, newest first, as a table or JSON lines.

@@ -30,8 +30,8 @@ Usage:
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
   agentkit serve AGENT.yaml [--stdio | --http 127.0.0.1:PORT] [--store PATH]
-  agentkit runs [--status STATUS] [--json] [--store PATH]
-  agentkit show RUN_ID [--json | --html FILE] [--against RUN_ID] [--store PATH]
+  agentkit runs [--status STATUS] [--json] [--store PATH] [--scope SCOPE]
+  agentkit show RUN_ID [--json | --html FILE] [--against RUN_ID] [--store PATH] [--scope SCOPE]
   agentkit diff A.json B.json [--html FILE]
   agentkit worker AGENT.yaml --store postgresql://... [--scope SCOPE] [--worker-id ID]
   agentkit submit AGENT_NAME "task" --store postgresql://... [--scope SCOPE] [--run-id ID]
@@ -104,7 +104,7 @@ Commands:
 PostgreSQL database: a URI (postgresql://, postgres://) or a libpq
 conninfo (host=... dbname=...); anything else is a SQLite file. Passwords
 are never printed. --scope: the tenant, global (the default), ORG, orgORG,
-domDOM or orgORG:domDOM.
+domDOM or orgORG:domDOM; runs and show take it too, for a fleet's runs.
 
 Options of runs and show: --store PATH, --json (runs: one object per line;
 show: one document).
@@ -246,6 +246,8 @@ int main(int argc, char** argv) {
                              "guardrail_tripped", "running"}));
   runs->add_flag("--json", runs_args.json, "One JSON object per run, one per line");
   runs->add_option("--store", runs_store, "The state database (default $AGENTKIT_HOME/state.db)");
+  std::string runs_scope;
+  runs->add_option("--scope", runs_scope, "The tenant whose runs to list (default global)");
 
   ShowArgs show_args;
   std::string show_store, show_html;
@@ -255,6 +257,8 @@ int main(int argc, char** argv) {
   show->add_option("--html", show_html, "Write the run as a self-contained HTML page to this file ('-': stdout)")
       ->excludes(show_json);
   show->add_option("--store", show_store, "The state database (default $AGENTKIT_HOME/state.db)");
+  std::string show_scope;
+  show->add_option("--scope", show_scope, "The tenant the run belongs to (default global)");
   std::string show_against;
   show->add_option("--against", show_against, "Compare with this run, step by step (with the timeline, --json or --html)");
 
@@ -354,6 +358,12 @@ int main(int argc, char** argv) {
     }
     if (!resume_store.empty()) resume_args.output.store = resume_store;
     return resume_command(resume_args);
+  }
+  if (runs->parsed() || show->parsed()) {
+    const std::string& text = runs->parsed() ? runs_scope : show_scope;
+    const auto scope = parse_scope(text);
+    if (!scope) return usage_error("--scope wants global, ORG, orgORG, domDOM or orgORG:domDOM, not '" + text + "'");
+    (runs->parsed() ? runs_args.scope : show_args.scope) = *scope;
   }
   if (runs->parsed()) {
     if (!runs_store.empty()) runs_args.store = runs_store;

@@ -206,3 +206,33 @@ TEST_CASE("agentkit worker stopped by SIGTERM mid-run hands the run back and ano
   REQUIRE(done->result);
   CHECK(done->result->find("Lisbon.") != std::string::npos);
 }
+
+TEST_CASE("agentkit worker serves only its --scope and runs lists a scope's runs", "[cli][fleet][postgres]") {
+  TempDir dir;
+  WireServer model;
+  model.set_handler([](const WireServer::Request&) { return answer({"Lisbon."}); });
+  const auto file = dir.write("atlas.yaml", agent_yaml(model));
+  const std::string db = fresh_database();
+  agentkit::state::PostgresRunQueue queue(db);
+  using Status = agentkit::state::PostgresRunQueue::Status;
+
+  const pid_t worker = spawn_cli(dir, {"worker", file.string(), "--store", db, "--scope", "org7"}, {}, "worker");
+  REQUIRE(run_cli(dir, {"submit", "atlas", "Capital of Portugal?", "--store", db, "--run-id", "g1"}).exit_code == 0);
+  REQUIRE(run_cli(dir, {"submit", "atlas", "Capital of Portugal?", "--store", db, "--run-id", "s1", "--scope", "7"})
+              .exit_code == 0);
+  const agentkit::Scope org7{.org_id = 7};
+  CHECK(eventually([&] { return queue.info(org7, "s1")->status == Status::done; }));
+  CHECK(queue.info({}, "g1")->status == Status::runnable);  // not this worker's scope
+  ::kill(worker, SIGTERM);
+  CHECK(wait_for(worker) == 0);
+
+  const Outcome scoped = run_cli(dir, {"runs", "--store", db, "--scope", "org7", "--json"});
+  REQUIRE(scoped.exit_code == 0);
+  const auto lines = json_lines(scoped.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["run_id"] == "s1");
+  CHECK(lines[0]["status"] == "answered");
+  CHECK(run_cli(dir, {"show", "s1", "--store", db, "--scope", "org7", "--json"}).exit_code == 0);
+  CHECK(run_cli(dir, {"show", "s1", "--store", db, "--json"}).exit_code == 11);  // not a global run
+  CHECK(run_cli(dir, {"runs", "--store", db, "--json"}).out.empty());          // g1 never ran
+}
