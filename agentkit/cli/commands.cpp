@@ -25,6 +25,9 @@
 #include <agentkit/providers/mcp_server.h>
 #include <agentkit/state/keys.h>
 #include <agentkit/state/ledger.h>
+#include <agentkit/fleet.h>
+#include <agentkit/state/postgres_run_queue.h>
+#include <agentkit/state/postgres_store.h>
 #include <agentkit/state/sqlite_store.h>
 #include <agentkit/state/store.h>
 
@@ -87,7 +90,65 @@ Terminal make_terminal(const OutputOptions& output) {
 // Where the CLI remembers which definition a run was started from.
 std::string run_record_key(const std::string& run_id) { return state::keys::cli_run(Scope{}, run_id); }
 
+// A --store value that names a PostgreSQL database (a libpq URI or a
+// key=value conninfo) rather than a SQLite file.
+bool is_postgres(const std::string& store) {
+  return store.rfind("postgresql://", 0) == 0 || store.rfind("postgres://", 0) == 0 ||
+         store.find("host=") != std::string::npos || store.find("dbname=") != std::string::npos;
+}
+
+// `store` for messages: a PostgreSQL conninfo with its password replaced by
+// "***" (URI "user:secret@" and key=value "password=secret" alike); a path
+// as it is.
+std::string redacted_conninfo(const std::string& store) {
+  if (!is_postgres(store)) return store;
+  std::string out = store;
+  if (const auto scheme = out.find("://"); scheme != std::string::npos) {
+    const auto authority = scheme + 3;
+    const auto end = out.find_first_of("/?", authority);
+    const auto at = out.rfind('@', end == std::string::npos ? std::string::npos : end);
+    if (at != std::string::npos && at >= authority) {
+      const auto colon = out.find(':', authority);
+      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+    }
+    // ?password=... in the query string
+    for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p + 1)) {
+      const auto value = p + 9;
+      const auto stop = out.find('&', value);
+      out.replace(value, (stop == std::string::npos ? out.size() : stop) - value, "***");
+    }
+    return out;
+  }
+  for (auto p = out.find("password"); p != std::string::npos; p = out.find("password", p + 1)) {
+    auto eq = out.find_first_not_of(' ', p + 8);
+    if (eq == std::string::npos || out[eq] != '=') continue;
+    auto value = out.find_first_not_of(' ', eq + 1);
+    if (value == std::string::npos) break;
+    std::size_t stop = value;
+    if (out[value] == '\'') {
+      stop = value + 1;
+      while (stop < out.size() && out[stop] != '\'') stop += out[stop] == '\\' ? 2 : 1;
+      stop = std::min(stop + 1, out.size());
+    } else {
+      stop = out.find(' ', value);
+      if (stop == std::string::npos) stop = out.size();
+    }
+    out.replace(value, stop - value, "***");
+  }
+  return out;
+}
+
+std::shared_ptr<state::Store> open_postgres(const std::string& conninfo) {
+  try {
+    return std::make_shared<state::PostgresStore>(conninfo);
+  } catch (const std::exception& e) {
+    // PostgresStore's messages are redacted already; the conninfo is not repeated here.
+    throw UsageError(std::string("cannot open the PostgreSQL store ") + redacted_conninfo(conninfo) + ": " + e.what());
+  }
+}
+
 std::shared_ptr<state::Store> open_store(const OutputOptions& output) {
+  if (output.store && is_postgres(output.store->string())) return open_postgres(output.store->string());
   const fs::path path = output.store.value_or(default_store_path());
   if (path.has_parent_path()) {
     std::error_code ec;
@@ -103,6 +164,7 @@ std::shared_ptr<state::Store> open_store(const OutputOptions& output) {
 // The state database at `path` for reading, or null when there is none
 // (nothing is created).
 std::shared_ptr<state::Store> open_existing_store(const fs::path& path) {
+  if (is_postgres(path.string())) return open_postgres(path.string());
   std::error_code ec;
   if (!fs::exists(path, ec)) return nullptr;
   try {
@@ -134,7 +196,11 @@ std::string shell_quoted(const std::string& text) {
 
 std::string resume_command_for(const std::string& run_id, const OutputOptions& output) {
   std::string command = "agentkit resume " + shell_quoted(run_id);
-  if (output.store) command += " --store " + shell_quoted(fs::absolute(*output.store).string());
+  if (output.store && is_postgres(output.store->string())) {
+    command += " --store " + shell_quoted(redacted_conninfo(output.store->string()));
+  } else if (output.store) {
+    command += " --store " + shell_quoted(fs::absolute(*output.store).string());
+  }
   return command;
 }
 
@@ -404,7 +470,7 @@ int runs_command(const RunsArgs& args) {
   return guarded([&] {
     const fs::path path = args.store.value_or(default_store_path());
     std::vector<RunSummary> runs;
-    if (auto store = open_existing_store(path)) runs = list_runs(*store, Scope{});
+    if (auto store = open_existing_store(path)) runs = list_runs(*store, args.scope);
     bool unreadable = false;
     for (const auto& run : runs) {
       if (run.problem.empty()) continue;
@@ -417,7 +483,7 @@ int runs_command(const RunsArgs& args) {
     if (args.json) {
       for (const auto& run : runs) std::cout << canonical_dump(run_summary_json(run)) << "\n";
     } else if (runs.empty()) {
-      std::cerr << "no " << (args.status.empty() ? "" : args.status + " ") << "runs in " << path.string() << "\n";
+      std::cerr << "no " << (args.status.empty() ? "" : args.status + " ") << "runs in " << redacted_conninfo(path.string()) << "\n";
     } else {
       std::fflush(stdout);
       print_runs(runs, stdout);
@@ -435,12 +501,12 @@ int show_command(const ShowArgs& args) {
       std::optional<RunView> view;
       if (store) {
         try {
-          view = load_view(*store, Scope{}, run_id);
+          view = load_view(*store, args.scope, run_id);
         } catch (const CheckpointError& e) {
           throw Error(ErrorCode::data_loss, "run " + first_line(run_id, 80) + " is unreadable: " + e.what());
         }
       }
-      if (!view) throw Error(ErrorCode::not_found, "no run '" + first_line(run_id, 80) + "' in " + path.string());
+      if (!view) throw Error(ErrorCode::not_found, "no run '" + first_line(run_id, 80) + "' in " + redacted_conninfo(path.string()));
       for (const auto& problem : view->problems) std::cerr << "agentkit: warning: " << first_line(problem, 300) << "\n";
       return std::move(*view);
     };
@@ -506,6 +572,171 @@ int validate_command(const fs::path& agent_file) {
     for (const auto& server : config.mcp) tools += (tools.empty() ? "" : ", ") + server.name + "_* (MCP, not started)";
     std::cout << config.file.string() << ": ok: agent '" << config.name << "', model " << config.model
               << ", tools: " << (tools.empty() ? "none" : tools) << "\n";
+    return static_cast<int>(Exit::answered);
+  });
+}
+
+std::optional<Scope> parse_scope(const std::string& text) {
+  Scope scope;
+  if (text.empty() || text == "global") return scope;
+  const auto number = [](const std::string& digits) -> std::optional<std::int64_t> {
+    if (digits.empty() || digits.size() > 18 ||
+        !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
+      return std::nullopt;
+    }
+    return std::stoll(digits);
+  };
+  std::string org = text, dom;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    org = text.substr(0, colon);
+    dom = text.substr(colon + 1);
+    if (dom.rfind("dom", 0) != 0) return std::nullopt;
+  } else if (text.rfind("dom", 0) == 0) {
+    org.clear();
+    dom = text;
+  }
+  if (!org.empty()) {
+    const auto id = number(org.rfind("org", 0) == 0 ? org.substr(3) : org);
+    if (!id) return std::nullopt;
+    scope.org_id = *id;
+  }
+  if (!dom.empty()) {
+    const auto id = number(dom.substr(3));
+    if (!id) return std::nullopt;
+    scope.domain_id = *id;
+  }
+  return scope;
+}
+
+namespace {
+
+// The queue of a fleet, on the database `store` names.
+std::shared_ptr<state::PostgresRunQueue> open_queue(const std::string& store) {
+  if (!is_postgres(store)) {
+    throw UsageError("--store must name a PostgreSQL database (postgresql://... or a libpq conninfo), not '" +
+                     store + "'");
+  }
+  try {
+    return std::make_shared<state::PostgresRunQueue>(store);
+  } catch (const std::exception& e) {
+    throw UsageError("cannot open the run queue on " + redacted_conninfo(store) + ": " + e.what());
+  }
+}
+
+std::string host_and_pid() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "localhost");
+  return std::string(host) + ":" + std::to_string(::getpid());
+}
+
+const char* outcome_name(FleetRunReport::Outcome outcome) {
+  switch (outcome) {
+    case FleetRunReport::Outcome::done: return "done";
+    case FleetRunReport::Outcome::suspended: return "suspended";
+    case FleetRunReport::Outcome::lost: return "lost";
+    case FleetRunReport::Outcome::released: return "released";
+    case FleetRunReport::Outcome::abandoned: return "abandoned";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int worker_command(const WorkerArgs& args) {
+  return guarded([&] {
+    const AgentConfig config = load_agent_config(args.agent_file);
+    for (const auto& warning : config.warnings) std::cerr << "agentkit: " << warning << "\n";
+    auto queue = open_queue(args.store);
+    auto store = open_postgres(args.store);
+    // SIGTERM stops the worker like SIGINT (a supervisor's stop); a second
+    // SIGINT ends the process at once (SA_RESETHAND, as for run).
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGTERM, &action, nullptr);
+    action.sa_flags = SA_RESETHAND;
+    ::sigaction(SIGINT, &action, nullptr);
+    std::unique_ptr<const AgentRuntime> runtime;
+    std::unique_ptr<FleetWorker> worker;
+    {
+      // The runtime's and the worker's threads leave the signals to this one.
+      sigset_t set, previous;
+      sigemptyset(&set);
+      sigaddset(&set, SIGINT);
+      sigaddset(&set, SIGTERM);
+      ::pthread_sigmask(SIG_BLOCK, &set, &previous);
+      runtime = std::make_unique<const AgentRuntime>(config);
+      FleetWorker::Agents agents{{config.name, std::make_shared<const Agent>(runtime->agent())}};
+      const std::string name = args.worker_id.empty() ? host_and_pid() : args.worker_id;
+      FleetWorkerOptions options{.name = name, .scopes = {args.scope}};
+      options.on_run = [](const FleetRunReport& report) {
+        std::string line = "agentkit: run " + report.run_id + " (" + report.agent + ", attempt " +
+                           std::to_string(report.attempt) + "): " + outcome_name(report.outcome);
+        if (report.result) line += std::string(" ") + std::string(to_string(report.result->stop_reason));
+        if (!report.error.empty()) line += ": " + first_line(report.error, 300);
+        std::cerr << line + "\n" << std::flush;
+      };
+      worker = std::make_unique<FleetWorker>(queue, std::move(agents), runtime->context(store), std::move(options));
+      worker->start();
+      ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+      std::cerr << "agentkit: worker " << worker->name() << " serving agent '" << config.name << "' (scope "
+                << args.scope.key() << ") from " << redacted_conninfo(args.store) << "\n"
+                << std::flush;
+    }
+    while (!g_interrupted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::cerr << "agentkit: worker " << worker->name() << " stopping\n" << std::flush;
+    worker->stop();  // a run in progress goes back to the queue, runnable
+    queue->interrupt();
+    std::cerr << "agentkit: worker " << worker->name() << " stopped after " << worker->claims() << " run(s)\n"
+              << std::flush;
+    return static_cast<int>(Exit::answered);
+  });
+}
+
+int submit_command(const SubmitArgs& args) {
+  return guarded([&] {
+    auto queue = open_queue(args.store);
+    const std::string run_id = args.run_id.empty() ? new_run_id() : args.run_id;
+    if (!queue->submit(args.scope, run_id, args.agent, args.task)) {
+      std::cerr << "agentkit: run " << run_id << " was already submitted; nothing changed\n";
+    }
+    std::cout << run_id << "\n";
+    return static_cast<int>(Exit::answered);
+  });
+}
+
+int approve_command(const ApproveArgs& args) {
+  return guarded([&] {
+    auto queue = open_queue(args.store);
+    auto store = open_postgres(args.store);
+    const auto stored = load_run(*store, args.scope, args.run_id);
+    if (!stored) throw Error(ErrorCode::not_found, "no run '" + first_line(args.run_id, 80) + "' in the store");
+    const std::vector<ToolCall> pending = stored->phase == Phase::suspended ? stored->pending_calls() : std::vector<ToolCall>{};
+    std::string listed;
+    for (const auto& call : pending) listed += "\n  " + call.id + "  " + call_preview(call);
+    const bool all = args.call_id == "all";
+    const bool known =
+        all ? !pending.empty()
+            : std::any_of(pending.begin(), pending.end(), [&](const ToolCall& call) { return call.id == args.call_id; });
+    if (!known) {
+      std::cerr << "agentkit: run " << args.run_id << " has no pending call '" << first_line(args.call_id, 80) << "'"
+                << (pending.empty() ? std::string(" (it awaits no decision)") : "; it awaits a decision on:" + listed)
+                << "\n";
+      return static_cast<int>(Exit::not_pending);
+    }
+    Decisions decisions;
+    for (const auto& call : pending) {
+      if (!all && call.id != args.call_id) continue;
+      decisions.emplace(call.id, args.reject ? Decision::reject(*args.reject) : Decision::approve());
+    }
+    if (!queue->submit_decisions(args.scope, args.run_id, decisions_to_json(decisions))) {
+      std::cerr << "agentkit: run " << args.run_id
+                << " is not waiting for decisions in the queue (decided already, running, done, or not submitted)\n";
+      return static_cast<int>(Exit::not_pending);
+    }
+    for (const auto& [id, decision] : decisions) {
+      std::cerr << "agentkit: " << (args.reject ? "rejected " : "approved ") << id << " of run " << args.run_id << "\n";
+    }
     return static_cast<int>(Exit::answered);
   });
 }

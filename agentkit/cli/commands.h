@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <agentkit/context.h>
+
 namespace agentkit::cli {
 
 // Options shared by run and resume.
@@ -48,6 +50,7 @@ struct RunsArgs {
   std::optional<std::filesystem::path> store;
   std::string status;  // only runs with this status (RunSummary::status); empty: all
   bool json = false;
+  Scope scope;  // the tenant whose runs to list (fleet runs; the CLI's own runs are global)
 };
 
 struct ShowArgs {
@@ -56,6 +59,7 @@ struct ShowArgs {
   bool json = false;
   std::optional<std::filesystem::path> html;  // write the page here ("-": stdout) instead of the timeline
   std::optional<std::string> against;          // another run to compare with, step by step (compare_runs)
+  Scope scope;                                 // the tenant the runs belong to
 };
 
 // `agentkit runs`: the store's runs, newest first, as a table or JSON lines.
@@ -94,6 +98,51 @@ struct ServeArgs {
 // budget, egress, store); one needing approval is put to the client's user
 // by elicitation, or refused when the client cannot ask.
 int serve_command(const ServeArgs& args);
+
+// A --scope value: "global" (or empty), "ORG" or "orgORG", "domDOM",
+// "orgORG:domDOM" (Scope::key()'s form); nullopt for anything else.
+std::optional<Scope> parse_scope(const std::string& text);
+
+struct WorkerArgs {
+  std::filesystem::path agent_file;
+  std::string store;      // a PostgreSQL URI or conninfo
+  Scope scope;            // the scope (tenant) whose runs the worker takes
+  std::string worker_id;  // the lease owner; default host:pid
+};
+
+// `agentkit worker AGENT.yaml --store postgresql://...`: a FleetWorker
+// serving the agent's runs from the database's queue until SIGINT or
+// SIGTERM; a run in progress then goes back to the queue. One line per run
+// handled on stderr.
+int worker_command(const WorkerArgs& args);
+
+struct SubmitArgs {
+  std::string agent;  // the agent's name (a worker serves it)
+  std::string task;
+  std::string store;
+  Scope scope;
+  std::string run_id;  // default: a new one
+};
+
+// `agentkit submit AGENT "task" --store postgresql://...`: queues a run for
+// the fleet's workers and prints its id. Submitting an id again changes
+// nothing (a note on stderr; exit 0).
+int submit_command(const SubmitArgs& args);
+
+struct ApproveArgs {
+  std::string run_id;
+  std::string call_id;                // a pending call's id, or "all"
+  std::optional<std::string> reject;  // set: reject, with this reason
+  std::string store;
+  Scope scope;
+};
+
+// `agentkit approve RUN_ID CALL_ID [--reject [REASON]] --store ...`: gives a
+// suspended fleet run its decision and wakes the workers (NOTIFY). The call
+// must be one the run's checkpoint lists as pending, else Exit::not_pending
+// (so is a run the queue does not hold as suspended); other pending calls of
+// the run, given no decision, are rejected when it resumes.
+int approve_command(const ApproveArgs& args);
 
 // `agentkit validate AGENT.yaml`: loads and checks the definition and its
 // sub-agents without starting anything.

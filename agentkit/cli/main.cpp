@@ -30,9 +30,12 @@ Usage:
                   [--json] [--store PATH] [--yes]
   agentkit validate AGENT.yaml
   agentkit serve AGENT.yaml [--stdio | --http 127.0.0.1:PORT] [--store PATH]
-  agentkit runs [--status STATUS] [--json] [--store PATH]
-  agentkit show RUN_ID [--json | --html FILE] [--against RUN_ID] [--store PATH]
+  agentkit runs [--status STATUS] [--json] [--store PATH] [--scope SCOPE]
+  agentkit show RUN_ID [--json | --html FILE] [--against RUN_ID] [--store PATH] [--scope SCOPE]
   agentkit diff A.json B.json [--html FILE]
+  agentkit worker AGENT.yaml --store postgresql://... [--scope SCOPE] [--worker-id ID]
+  agentkit submit AGENT_NAME "task" --store postgresql://... [--scope SCOPE] [--run-id ID]
+  agentkit approve RUN_ID CALL_ID|all [--reject [REASON]] --store postgresql://... [--scope SCOPE]
   agentkit COMMAND --help | agentkit --version
 
 Commands:
@@ -81,6 +84,28 @@ Commands:
             difference (--html FILE: as a page). Exit 0: the same; 1: they
             differ; 12: not a cassette.
 
+  worker    Serve the agent's runs from a PostgreSQL fleet queue, beside
+            any number of other workers (threads or hosts), until SIGINT or
+            SIGTERM; the run in progress then goes back to the queue and
+            the next worker recovers it. A run stops at a call needing
+            approval (autonomy) until `approve` decides it. One line per run
+            handled on stderr. --worker-id: the lease owner (default
+            host:pid).
+  submit    Queue a run of the agent named AGENT_NAME (the `name:` a worker
+            serves) and print its id (--run-id: this one; an id already
+            queued changes nothing).
+  approve   Decide a pending call of a suspended fleet run (reject with
+            --reject, optionally with a reason for the model; CALL_ID `all`:
+            every pending call) and wake the workers. Other pending calls
+            left undecided are rejected. Unknown run: exit 11; a call (or a
+            run) not awaiting a decision: exit 13.
+
+--store of worker, submit and approve (and of every other command) takes a
+PostgreSQL database: a URI (postgresql://, postgres://) or a libpq
+conninfo (host=... dbname=...); anything else is a SQLite file. Passwords
+are never printed. --scope: the tenant, global (the default), ORG, orgORG,
+domDOM or orgORG:domDOM; runs and show take it too, for a fleet's runs.
+
 Options of runs and show: --store PATH, --json (runs: one object per line;
 show: one document).
 
@@ -102,7 +127,7 @@ Exit codes: (a failed run's error code picks its class)
   3  suspended (awaiting approval)    10  protocol, truncated
   4  max_iterations reached           11  invalid_argument, not_found, already_exists
   5  budget exhausted                 12  aborted, data_loss (the run's stored state)
-  6  cancelled (Ctrl-C)
+  6  cancelled (Ctrl-C)                13  approve: the call is not awaiting a decision
 
 Definition (the README lists every field):
   name: support
@@ -221,6 +246,8 @@ int main(int argc, char** argv) {
                              "guardrail_tripped", "running"}));
   runs->add_flag("--json", runs_args.json, "One JSON object per run, one per line");
   runs->add_option("--store", runs_store, "The state database (default $AGENTKIT_HOME/state.db)");
+  std::string runs_scope;
+  runs->add_option("--scope", runs_scope, "The tenant whose runs to list (default global)");
 
   ShowArgs show_args;
   std::string show_store, show_html;
@@ -230,6 +257,8 @@ int main(int argc, char** argv) {
   show->add_option("--html", show_html, "Write the run as a self-contained HTML page to this file ('-': stdout)")
       ->excludes(show_json);
   show->add_option("--store", show_store, "The state database (default $AGENTKIT_HOME/state.db)");
+  std::string show_scope;
+  show->add_option("--scope", show_scope, "The tenant the run belongs to (default global)");
   std::string show_against;
   show->add_option("--against", show_against, "Compare with this run, step by step (with the timeline, --json or --html)");
 
@@ -249,7 +278,35 @@ int main(int argc, char** argv) {
   serve->add_option("--http", serve_args.http, "Streamable HTTP on HOST:PORT (endpoint /mcp)")->excludes(serve_stdio_flag);
   serve->add_option("--store", serve_store, "The state database (default $AGENTKIT_HOME/state.db)");
 
-  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff, serve};
+  WorkerArgs worker_args;
+  std::string worker_scope;
+  CLI::App* worker = app.add_subcommand("worker", "Serve the agent's runs from a PostgreSQL fleet queue");
+  worker->add_option("AGENT.yaml", worker_args.agent_file, "The agent's definition")->required();
+  worker->add_option("--store", worker_args.store, "The PostgreSQL database (URI or conninfo)")->required();
+  worker->add_option("--scope", worker_scope, "The tenant whose runs to serve (default global)");
+  worker->add_option("--worker-id", worker_args.worker_id, "The worker's name in the queue (default host:pid)");
+
+  SubmitArgs submit_args;
+  std::string submit_scope;
+  CLI::App* submit = app.add_subcommand("submit", "Queue a run for the fleet's workers; prints its id");
+  submit->add_option("AGENT_NAME", submit_args.agent, "The agent's name")->required();
+  submit->add_option("task", submit_args.task, "What the agent should do")->required();
+  submit->add_option("--store", submit_args.store, "The PostgreSQL database (URI or conninfo)")->required();
+  submit->add_option("--scope", submit_scope, "The tenant (default global)");
+  submit->add_option("--run-id", submit_args.run_id, "The run's id (default: a new one)");
+
+  ApproveArgs approve_args;
+  std::string approve_scope;
+  std::string approve_reject;
+  CLI::App* approve_cmd = app.add_subcommand("approve", "Decide a pending call of a suspended fleet run");
+  approve_cmd->add_option("RUN_ID", approve_args.run_id, "The suspended run")->required();
+  approve_cmd->add_option("CALL_ID", approve_args.call_id, "The pending call's id, or all")->required();
+  auto* reject_flag = approve_cmd->add_option("--reject", approve_reject, "Reject the call, with an optional reason")
+                          ->expected(0, 1);
+  approve_cmd->add_option("--store", approve_args.store, "The PostgreSQL database (URI or conninfo)")->required();
+  approve_cmd->add_option("--scope", approve_scope, "The tenant (default global)");
+
+  const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff, serve, worker, submit, approve_cmd};
   for (CLI::App* command : commands) command->allow_extras();
   if (argc == 2 && std::string_view(argv[1]) == "help") {
     std::cout << app.help();
@@ -302,6 +359,12 @@ int main(int argc, char** argv) {
     if (!resume_store.empty()) resume_args.output.store = resume_store;
     return resume_command(resume_args);
   }
+  if (runs->parsed() || show->parsed()) {
+    const std::string& text = runs->parsed() ? runs_scope : show_scope;
+    const auto scope = parse_scope(text);
+    if (!scope) return usage_error("--scope wants global, ORG, orgORG, domDOM or orgORG:domDOM, not '" + text + "'");
+    (runs->parsed() ? runs_args.scope : show_args.scope) = *scope;
+  }
   if (runs->parsed()) {
     if (!runs_store.empty()) runs_args.store = runs_store;
     return runs_command(runs_args);
@@ -318,6 +381,23 @@ int main(int argc, char** argv) {
   if (serve->parsed()) {
     if (!serve_store.empty()) serve_args.store = serve_store;
     return serve_command(serve_args);
+  }
+  if (worker->parsed() || submit->parsed() || approve_cmd->parsed()) {
+    const std::string& text = worker->parsed() ? worker_scope : submit->parsed() ? submit_scope : approve_scope;
+    const auto scope = parse_scope(text);
+    if (!scope) return usage_error("--scope wants global, ORG, orgORG, domDOM or orgORG:domDOM, not '" + text + "'");
+    if (worker->parsed()) {
+      worker_args.scope = *scope;
+      return worker_command(worker_args);
+    }
+    if (submit->parsed()) {
+      if (submit_args.task.empty()) return usage_error("the task is empty");
+      submit_args.scope = *scope;
+      return submit_command(submit_args);
+    }
+    approve_args.scope = *scope;
+    if (reject_flag->count() > 0) approve_args.reject = approve_reject;
+    return approve_command(approve_args);
   }
   return validate_command(validate_file);
 }

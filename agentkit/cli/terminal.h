@@ -32,6 +32,7 @@ enum class Exit : int {
   protocol = 10,         // protocol, truncated: a reply that was not what it claimed
   rejected = 11,         // invalid_argument, not_found, already_exists: the provider or a tool refused the request
   state = 12,            // aborted, data_loss: another process took the run over, or its state is unreadable
+  not_pending = 13,      // approve: the call (or the run) is not awaiting a decision
 };
 // The exit code of an error of class `code`.
 Exit exit_code(ErrorCode code) noexcept;
