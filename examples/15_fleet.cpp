@@ -200,11 +200,15 @@ int approve(const std::string& conninfo, const std::string& run_id) {
     return 1;
   }
   agentkit::Decisions decisions;
+  std::vector<std::string> awaited;
   for (const auto& call : stored->pending_calls()) {
     std::cout << tag() << "approver: a human approves " << call.name << " " << call.arguments.dump() << "\n";
     decisions[call.id] = agentkit::Decision::approve();
+    awaited.push_back(call.id);
   }
-  const bool taken = queue.submit_decisions({}, run_id, agentkit::decisions_to_json(decisions));
+  // The run resumes once every call it awaits has a decision.
+  const bool taken = queue.submit_decisions({}, run_id, agentkit::decisions_to_json(decisions), awaited) ==
+                     agentkit::state::PostgresRunQueue::Decided::runnable;
   std::cout << tag() << "approver: decisions " << (taken ? "submitted" : "refused (the run is not suspended)") << "\n";
   return taken ? 0 : 1;
 }

@@ -729,13 +729,21 @@ int approve_command(const ApproveArgs& args) {
       if (!all && call.id != args.call_id) continue;
       decisions.emplace(call.id, args.reject ? Decision::reject(*args.reject) : Decision::approve());
     }
-    if (!queue->submit_decisions(args.scope, args.run_id, decisions_to_json(decisions))) {
+    // The run resumes only once every pending call has a decision: an
+    // approver may decide one call and another the rest.
+    std::vector<std::string> awaited;
+    for (const auto& call : pending) awaited.push_back(call.id);
+    const auto decided = queue->submit_decisions(args.scope, args.run_id, decisions_to_json(decisions), awaited);
+    if (decided == state::PostgresRunQueue::Decided::not_suspended) {
       std::cerr << "agentkit: run " << args.run_id
                 << " is not waiting for decisions in the queue (decided already, running, done, or not submitted)\n";
       return static_cast<int>(Exit::not_pending);
     }
     for (const auto& [id, decision] : decisions) {
       std::cerr << "agentkit: " << (args.reject ? "rejected " : "approved ") << id << " of run " << args.run_id << "\n";
+    }
+    if (decided == state::PostgresRunQueue::Decided::held) {
+      std::cerr << "agentkit: run " << args.run_id << " resumes once every pending call is decided\n";
     }
     return static_cast<int>(Exit::answered);
   });

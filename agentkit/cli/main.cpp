@@ -96,9 +96,10 @@ Commands:
             queued changes nothing).
   approve   Decide a pending call of a suspended fleet run (reject with
             --reject, optionally with a reason for the model; CALL_ID `all`:
-            every pending call) and wake the workers. Other pending calls
-            left undecided are rejected. Unknown run: exit 11; a call (or a
-            run) not awaiting a decision: exit 13.
+            every pending call). The run resumes, and the workers wake,
+            once every pending call is decided (approvers may decide one
+            call each). Unknown run: exit 11; a call (or a run) not
+            awaiting a decision: exit 13.
 
 --store of worker, submit and approve (and of every other command) takes a
 PostgreSQL database: a URI (postgresql://, postgres://) or a libpq

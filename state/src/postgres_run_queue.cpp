@@ -1,4 +1,6 @@
 #include <agentkit/state/postgres_run_queue.h>
+#include <agentkit/error.h>
+#include <agentkit/json.h>
 #include <agentkit/state/store.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -80,9 +82,16 @@ constexpr const char* kRelease =
     "WITH u AS (UPDATE {t} SET status = 'runnable', lease_owner = NULL, lease_expires_at = NULL{held}"
     " RETURNING scope)";
 // $1 scope, $2 run id, $3 decisions.
+// $3 decisions (a JSON object), $4 the awaited call ids joined by '\n'. The
+// decisions join those the run holds (a later one on a call replaces the
+// earlier); the run is runnable, and the workers woken, once they cover
+// every awaited id.
 constexpr const char* kDecide =
-    "WITH u AS (UPDATE {t} SET status = 'runnable', decisions = $3"
-    " WHERE scope = $1 AND run_id = $2 AND status = 'suspended' RETURNING scope)";
+    "WITH u AS (UPDATE {t} SET decisions = (coalesce(decisions::jsonb, '{}'::jsonb) || $3::jsonb)::text,"
+    "  status = CASE WHEN (coalesce(decisions::jsonb, '{}'::jsonb) || $3::jsonb) ?& string_to_array($4, E'\\n')"
+    "   THEN 'runnable' ELSE 'suspended' END"
+    " WHERE scope = $1 AND run_id = $2 AND status = 'suspended' RETURNING scope, status)"
+    " SELECT u.status, (SELECT pg_notify('{ch}', u.scope) WHERE u.status = 'runnable') FROM u";
 constexpr const char* kInfo =
     "SELECT status, agent, task, decisions, lease_owner, lease_token, attempts, result FROM {t}"
     " WHERE scope = $1 AND run_id = $2";
@@ -163,7 +172,7 @@ PostgresRunQueue::Impl::Impl(const std::string& conninfo, const Options& options
   suspend_sql = statement(kSuspend);
   done_sql = statement(kDone);
   release_sql = statement(std::string(kRelease) + kNotify);
-  decide_sql = statement(std::string(kDecide) + kNotify);
+  decide_sql = statement(kDecide);
   info_sql = statement(kInfo);
   wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) throw StoreError("postgres run queue: eventfd failed");
@@ -318,12 +327,23 @@ bool PostgresRunQueue::release(std::string_view worker, const Claim& claim) {
   return impl_->fenced(impl_->release_sql, params, "release failed", Retry::unless_sent);
 }
 
-bool PostgresRunQueue::submit_decisions(const Scope& scope, std::string_view run_id, std::string_view decisions) {
+PostgresRunQueue::Decided PostgresRunQueue::submit_decisions(const Scope& scope, std::string_view run_id,
+                                                             std::string_view decisions,
+                                                             const std::vector<std::string>& awaited) {
+  const auto refuse = [](const std::string& why) { return Error(ErrorCode::invalid_argument, "submit_decisions: " + why); };
+  if (!Json::accept(decisions) || !Json::parse(decisions).is_object()) throw refuse("decisions are not a JSON object");
+  std::string ids;
+  for (const auto& id : awaited) {
+    if (id.empty() || id.find('\n') != std::string::npos) throw refuse("an awaited call id is empty or holds a newline");
+    if (!ids.empty()) ids += '\n';
+    ids += id;
+  }
   const std::string key = scope.key();
   Params params;
-  params.text(key).text(run_id).text(decisions);
+  params.text(key).text(run_id).text(decisions).text(ids);
   const Result result = impl_->pool.run(impl_->decide_sql, params, Retry::unless_sent, "submit decisions failed");
-  return PQntuples(result.get()) == 1;
+  if (PQntuples(result.get()) != 1) return Decided::not_suspended;
+  return text_cell(result.get(), 0, 0) == "runnable" ? Decided::runnable : Decided::held;
 }
 
 std::optional<PostgresRunQueue::Info> PostgresRunQueue::info(const Scope& scope, std::string_view run_id) {

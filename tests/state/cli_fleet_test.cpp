@@ -44,6 +44,10 @@ WireServer::Response model_reply(const WireServer::Request& request) {
   const Json body = Json::parse(request.body);
   const Json& messages = body["messages"];
   const std::string all = messages.dump();
+  if (all.find("Refund orders A-1 and B-2") != std::string::npos) {
+    if (messages.back().value("role", "") == "tool") return answer({"Done."});
+    return calls({{"c1", "refund", {{"order_id", "A-1"}}}, {"c2", "refund", {{"order_id", "B-2"}}}});
+  }
   if (all.find("Refund order A-1") == std::string::npos) return answer({"Lisbon."});
   if (messages.back().value("role", "") == "tool") return answer({"Refunded order A-1."});
   return calls({{"c1", "refund", {{"order_id", "A-1"}}}});
@@ -145,6 +149,36 @@ TEST_CASE("agentkit worker serves submitted runs and approve from another proces
     CHECK(line["status"] == "answered");
     CHECK(line["agent"] == "atlas");
   }
+}
+
+TEST_CASE("agentkit approve of one call of two holds the run until the other is decided too",
+          "[cli][fleet][postgres]") {
+  TempDir dir;
+  WireServer model, shop;
+  model.set_handler(model_reply);
+  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}, {"status", "done"}}); });
+  const auto file = dir.write("support.yaml", agent_yaml(model, "autonomy: gated\ntools:\n" + refund_tool(shop)));
+  const std::string db = fresh_database();
+  agentkit::state::PostgresRunQueue queue(db);
+  const pid_t worker = spawn_cli(dir, {"worker", file.string(), "--store", db}, {}, "worker");
+  REQUIRE(run_cli(dir, {"submit", "atlas", "Refund orders A-1 and B-2", "--store", db, "--run-id", "both"}).exit_code == 0);
+  using Status = agentkit::state::PostgresRunQueue::Status;
+  REQUIRE(eventually([&] { return queue.info({}, "both")->status == Status::suspended; }));
+
+  const Outcome first = run_cli(dir, {"approve", "both", "c1", "--store", db});
+  CHECK(first.exit_code == 0);
+  CHECK(first.err.find("resumes once every pending call is decided") != std::string::npos);
+  std::this_thread::sleep_for(500ms);  // time a wrongly woken worker would take to resume it
+  CHECK(queue.info({}, "both")->status == Status::suspended);
+  CHECK(shop.requests().empty());
+
+  const Outcome second = run_cli(dir, {"approve", "both", "c2", "--reject", "B-2 is not ours", "--store", db});
+  CHECK(second.exit_code == 0);
+  REQUIRE(eventually([&] { return queue.info({}, "both")->status == Status::done; }));
+  REQUIRE(shop.requests().size() == 1);  // c1 approved, c2 rejected
+  CHECK(shop.requests()[0].path == "/orders/A-1/refund");
+  ::kill(worker, SIGTERM);
+  CHECK(wait_for(worker) == 0);
 }
 
 TEST_CASE("agentkit fleet commands refuse a SQLite store and never print a conninfo password", "[cli][fleet]") {

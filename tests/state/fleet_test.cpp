@@ -218,7 +218,8 @@ TEST_CASE("fleet: decisions submitted from another connection wake the sleeping 
   CHECK(stored->phase == agentkit::Phase::suspended);
 
   const auto start = std::chrono::steady_clock::now();
-  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::approve()}})));
+  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::approve()}})) ==
+          PostgresRunQueue::Decided::runnable);
   seen = reports.until([](const auto& all) { return all.size() >= 2; });
   const auto took = std::chrono::steady_clock::now() - start;
   worker.stop();
@@ -554,20 +555,20 @@ TEST_CASE("fleet: decisions that do not fit leave the run suspended and nothing 
   auto approver = fleet.queue();
   REQUIRE(approver->submit(kA, "refund-1", "billing", "A-1"));
   reports.until([](const auto& all) { return !all.empty(); });
-  // Unreadable, then naming a call that is not pending: each time the run
-  // is suspended again, untouched.
-  REQUIRE(approver->submit_decisions(kA, "refund-1", "not json"));
+  // Unreadable: the queue refuses them. Naming a call that is not pending:
+  // the run is suspended again, untouched.
+  CHECK_THROWS_AS(approver->submit_decisions(kA, "refund-1", "not json"), agentkit::Error);
+  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c9", Decision::approve()}})) ==
+          PostgresRunQueue::Decided::runnable);
   reports.until([](const auto& all) { return all.size() >= 2; });
-  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c9", Decision::approve()}})));
-  reports.until([](const auto& all) { return all.size() >= 3; });
-  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::approve()}})));
-  const auto seen = reports.until([](const auto& all) { return all.size() >= 4; });
+  REQUIRE(approver->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::approve()}})) ==
+          PostgresRunQueue::Decided::runnable);
+  const auto seen = reports.until([](const auto& all) { return all.size() >= 3; });
   worker.stop();
-  REQUIRE(seen.size() == 4);
+  REQUIRE(seen.size() == 3);
   CHECK(seen[1].outcome == Outcome::suspended);
-  CHECK(seen[2].outcome == Outcome::suspended);
-  CHECK(seen[3].outcome == Outcome::done);
-  REQUIRE(seen[3].result);
-  CHECK(seen[3].result->output == "recorded A-1");
+  CHECK(seen[2].outcome == Outcome::done);
+  REQUIRE(seen[2].result);
+  CHECK(seen[2].result->output == "recorded A-1");
   CHECK(effects.count("A-1") == 1);
 }

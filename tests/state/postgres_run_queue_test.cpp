@@ -1,6 +1,8 @@
 // PostgresRunQueue against a throwaway server: idempotent submits, claims
 // that never hand one run to two workers, scopes, fenced marks after a lease
 // is taken over, and wake-ups through LISTEN/NOTIFY.
+#include <agentkit/error.h>
+#include <agentkit/json.h>
 #include <agentkit/state/postgres_run_queue.h>
 
 #include <atomic>
@@ -22,6 +24,7 @@ using agentkit::state::PostgresRunQueue;
 using agentkit_test::fresh_table;
 using agentkit_test::shared_postgres;
 using Status = PostgresRunQueue::Status;
+using Decided = PostgresRunQueue::Decided;
 
 PostgresRunQueue::Options quick(std::string table) {
   return {.attempts = 2, .backoff = {.base = 10ms, .max = 50ms}, .table = std::move(table)};
@@ -165,24 +168,25 @@ TEST_CASE("run queue: decisions make a suspended run runnable and wake a waiting
   worker.submit(kA, "r1", "clerk", "task");
   const auto claim = worker.claim("w1", {kA}, 30s);
   REQUIRE(claim);
-  CHECK_FALSE(approver.submit_decisions(kA, "r1", R"({"c1":"approve"})"));  // running, not suspended
+  CHECK(approver.submit_decisions(kA, "r1", R"({"c1":"approve"})") == Decided::not_suspended);  // running
   REQUIRE(worker.mark_suspended("w1", *claim));
   CHECK(worker.info(kA, "r1")->status == Status::suspended);
 
   const std::uint64_t seen = worker.wakeups();
   CHECK_FALSE(worker.claim("w1", {kA}, 30s));
   const auto start = std::chrono::steady_clock::now();
-  std::thread approve([&] { CHECK(approver.submit_decisions(kA, "r1", R"({"c1":"approve"})")); });
+  std::thread approve([&] { CHECK(approver.submit_decisions(kA, "r1", R"({"c1":"approve"})") == Decided::runnable); });
   const bool woken = worker.wait(seen, 30s);
   const auto waited = std::chrono::steady_clock::now() - start;
   approve.join();
   CHECK(woken);
   CHECK(waited < 10s);                                                     // the notification, not the 30 s safety net
-  CHECK_FALSE(approver.submit_decisions(kA, "r1", R"({"c1":"reject"})"));  // already has decisions
+  CHECK(approver.submit_decisions(kA, "r1", R"({"c1":"reject"})") == Decided::not_suspended);  // runnable already
 
   const auto resumed = worker.claim("w1", {kA}, 30s);
   REQUIRE(resumed);
-  CHECK(resumed->decisions == std::optional<std::string>(R"({"c1":"approve"})"));
+  REQUIRE(resumed->decisions);
+  CHECK(agentkit::Json::parse(*resumed->decisions) == agentkit::Json{{"c1", "approve"}});
   CHECK(resumed->attempt == 2);
   CHECK_FALSE(resumed->taken_over);
   REQUIRE(worker.mark_suspended("w1", *resumed));
@@ -210,4 +214,38 @@ TEST_CASE("run queue: wait times out without a notification and interrupt wakes 
   a.join();
   b.join();
   CHECK(woken == 2);
+}
+
+TEST_CASE("run queue: decisions gather until every awaited call has one and only then wake a worker",
+          "[postgres][fleet]") {
+  const std::string table = fresh_table();
+  PostgresRunQueue worker(shared_postgres().conninfo(), quick(table));
+  PostgresRunQueue approver(shared_postgres().conninfo(), quick(table));
+  worker.submit(kA, "r1", "clerk", "task");
+  const auto claim = worker.claim("w1", {kA}, 30s);
+  REQUIRE(claim);
+  REQUIRE(worker.mark_suspended("w1", *claim));
+  const std::vector<std::string> awaited{"c1", "c2"};
+
+  // Not JSON, or an id no worker could match: refused, nothing changed.
+  CHECK_THROWS_AS(approver.submit_decisions(kA, "r1", "approve c1", awaited), agentkit::Error);
+  CHECK_THROWS_AS(approver.submit_decisions(kA, "r1", "[1]", awaited), agentkit::Error);
+  CHECK_THROWS_AS(approver.submit_decisions(kA, "r1", "{}", {"c1\nc2"}), agentkit::Error);
+  CHECK_FALSE(worker.info(kA, "r1")->decisions);
+
+  worker.wait(worker.wakeups(), 200ms);  // takes in the submit's notification
+  const std::uint64_t seen = worker.wakeups();
+  CHECK(approver.submit_decisions(kA, "r1", R"({"c1":{"kind":"approve"}})", awaited) == Decided::held);
+  CHECK(approver.submit_decisions(kA, "r1", R"({"c1":{"kind":"reject"}})", awaited) == Decided::held);  // replaces
+  CHECK(worker.info(kA, "r1")->status == Status::suspended);
+  CHECK_FALSE(worker.claim("w1", {kA}, 30s));  // half decided: nobody takes it
+  CHECK_FALSE(worker.wait(seen, 300ms));       // and nobody was woken
+
+  CHECK(approver.submit_decisions(kA, "r1", R"({"c2":{"kind":"approve"}})", awaited) == Decided::runnable);
+  CHECK(worker.wait(seen, 30s));
+  const auto resumed = worker.claim("w1", {kA}, 30s);
+  REQUIRE(resumed);
+  REQUIRE(resumed->decisions);
+  CHECK(agentkit::Json::parse(*resumed->decisions) ==
+        agentkit::Json::parse(R"({"c1":{"kind":"reject"},"c2":{"kind":"approve"}})"));
 }

@@ -68,7 +68,7 @@ class PostgresRunQueue {
     std::string agent;
     std::string task;
     // Set when submit_decisions() gave the suspended run its decisions
-    // (JSON text, as given); the worker resumes with them.
+    // (a JSON object by call id); the worker resumes with them.
     std::optional<std::string> decisions;
     std::int64_t lease_token = 0;  // fences every later call about this run
     int attempt = 0;               // 1 on the first claim, +1 per claim
@@ -126,10 +126,22 @@ class PostgresRunQueue {
   // wakes the workers. False when the lease is lost.
   bool release(std::string_view worker, const Claim& claim);
 
-  // Stores the decisions of a suspended run (JSON text), makes it runnable
-  // and wakes the workers. False, and nothing changed, when the run is not
-  // suspended (unknown, already given decisions, running or done).
-  bool submit_decisions(const Scope& scope, std::string_view run_id, std::string_view decisions);
+  // What submit_decisions() did.
+  enum class Decided {
+    not_suspended,  // nothing changed: the run is unknown, runnable, running or done
+    held,           // kept; the run stays suspended, awaiting decisions on other calls
+    runnable,       // the run's decisions are whole: it is runnable and the workers woken
+  };
+  // Adds decisions (a JSON object by call id) to those a suspended run
+  // holds; a later decision on a call replaces the earlier one. Once they
+  // cover every id in `awaited` (the calls the run waits on; empty: what is
+  // given is whole) the run becomes runnable and the workers wake; until
+  // then it stays suspended, so approvers may decide one call each and the
+  // run never resumes with a call nobody decided. Throws agentkit::Error
+  // (invalid_argument), changing nothing, for decisions that are not a JSON
+  // object or an awaited id that is empty or holds a newline.
+  Decided submit_decisions(const Scope& scope, std::string_view run_id, std::string_view decisions,
+                           const std::vector<std::string>& awaited = {});
 
   std::optional<Info> info(const Scope& scope, std::string_view run_id);
 
