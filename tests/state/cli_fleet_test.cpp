@@ -64,17 +64,30 @@ bool eventually(F check, std::chrono::milliseconds timeout = 30s) {
   return check();
 }
 
+// The scripted model, a shop that records refunds, the support agent's
+// YAML (gated: a refund waits for approval) and a database of its own.
+struct Desk {
+  Desk() {
+    model.set_handler(model_reply);
+    shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}, {"status", "done"}}); });
+  }
+  TempDir dir;
+  WireServer model, shop;
+  std::filesystem::path file = dir.write("support.yaml", agent_yaml(model, "autonomy: gated\ntools:\n" + refund_tool(shop)));
+  std::string db = fresh_database();
+  agentkit::state::PostgresRunQueue queue{db};
+};
+
 }  // namespace
 
 TEST_CASE("agentkit worker serves submitted runs and approve from another process finishes a suspended one",
           "[cli][fleet][postgres]") {
-  TempDir dir;
-  WireServer model, shop;
-  model.set_handler(model_reply);
-  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}, {"status", "done"}}); });
-  const auto file = dir.write("support.yaml", agent_yaml(model, "autonomy: gated\ntools:\n" + refund_tool(shop)));
-  const std::string db = fresh_database();
-  agentkit::state::PostgresRunQueue queue(db);
+  Desk desk;
+  TempDir& dir = desk.dir;
+  WireServer &model = desk.model, &shop = desk.shop;
+  const auto& file = desk.file;
+  const std::string& db = desk.db;
+  agentkit::state::PostgresRunQueue& queue = desk.queue;
 
   const pid_t a = spawn_cli(dir, {"worker", file.string(), "--store", db, "--worker-id", "w-a"}, {}, "worker-a");
   const pid_t b = spawn_cli(dir, {"worker", file.string(), "--store", db, "--worker-id", "w-b"}, {}, "worker-b");
@@ -153,13 +166,12 @@ TEST_CASE("agentkit worker serves submitted runs and approve from another proces
 
 TEST_CASE("agentkit approve of one call of two holds the run until the other is decided too",
           "[cli][fleet][postgres]") {
-  TempDir dir;
-  WireServer model, shop;
-  model.set_handler(model_reply);
-  shop.set_handler([](const WireServer::Request&) { return json_reply({{"refund", "R-9"}, {"status", "done"}}); });
-  const auto file = dir.write("support.yaml", agent_yaml(model, "autonomy: gated\ntools:\n" + refund_tool(shop)));
-  const std::string db = fresh_database();
-  agentkit::state::PostgresRunQueue queue(db);
+  Desk desk;
+  TempDir& dir = desk.dir;
+  WireServer& shop = desk.shop;
+  const auto& file = desk.file;
+  const std::string& db = desk.db;
+  agentkit::state::PostgresRunQueue& queue = desk.queue;
   const pid_t worker = spawn_cli(dir, {"worker", file.string(), "--store", db}, {}, "worker");
   REQUIRE(run_cli(dir, {"submit", "atlas", "Refund orders A-1 and B-2", "--store", db, "--run-id", "both"}).exit_code == 0);
   using Status = agentkit::state::PostgresRunQueue::Status;

@@ -142,6 +142,47 @@ struct Fleet {
   }
 };
 
+// A side-effecting tool whose calls wait until release(): a call in
+// flight at the moment a test chooses.
+class HeldTool {
+ public:
+  agentkit::ToolPtr tool() {
+    return agentkit::tool("record")
+        .doc("Record one thing in the outside world.")
+        .side_effecting(true)
+        .params("what")
+        .fn([this](const std::string& what) {
+          std::unique_lock lock(mutex_);
+          ++calls_;
+          entered_ = true;
+          changed_.notify_all();
+          changed_.wait(lock, [&] { return go_; });
+          return "done: " + what;
+        });
+  }
+  bool wait_entered() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(60), [&] { return entered_; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      go_ = true;
+    }
+    changed_.notify_all();
+  }
+  int calls() {
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool entered_ = false, go_ = false;
+  int calls_ = 0;
+};
+
 }  // namespace
 
 TEST_CASE("fleet: three workers finish every run and each run is executed by one worker", "[postgres][fleet]") {
@@ -391,24 +432,8 @@ TEST_CASE("fleet: workers reconnect after the server restarts and finish the run
 TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one recovers it without calling again",
           "[postgres][fleet]") {
   Fleet fleet;
-  // A side effect that is still running when its worker stops.
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool entered = false, go = false;
-  int calls = 0;
-  auto record = agentkit::tool("record")
-                    .doc("Record one thing in the outside world.")
-                    .side_effecting(true)
-                    .params("what")
-                    .fn([&](const std::string& what) {
-                      std::unique_lock lock(mutex);
-                      ++calls;
-                      entered = true;
-                      changed.notify_all();
-                      changed.wait(lock, [&] { return go; });
-                      return "done: " + what;
-                    });
-  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({record}));
+  HeldTool record;  // still running when its worker stops
+  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({record.tool()}));
   auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(2);
   // A context (an invoker) per worker, as in two processes: one invoker
   // would let the second call join the first, still in flight.
@@ -422,10 +447,7 @@ TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one 
     FleetWorker first(fleet.queue(), {{"clerk", clerk}}, base(),
                       {.name = "first", .scopes = {kA}, .on_run = reports.sink()});
     first.start();
-    {
-      std::unique_lock lock(mutex);
-      REQUIRE(changed.wait_for(lock, 60s, [&] { return entered; }));
-    }
+    REQUIRE(record.wait_entered());
     first.stop();
   }
   auto seen = reports.until([](const auto& all) { return !all.empty(); });
@@ -438,11 +460,7 @@ TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one 
   second.start();
   seen = reports.until([](const auto& all) { return all.size() >= 2; });
   second.stop();
-  {
-    std::lock_guard lock(mutex);
-    go = true;  // the first call may end now; nothing waits for it
-  }
-  changed.notify_all();
+  record.release();  // the first call may end now; nothing waits for it
   REQUIRE(seen.size() == 2);
   CHECK(seen[1].outcome == Outcome::done);
   CHECK_FALSE(seen[1].taken_over);  // given back, not expired
@@ -456,30 +474,14 @@ TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one 
       unknown = m.is_error && m.text().find("outcome of this call is unknown") != std::string::npos;
   }
   CHECK(unknown);
-  std::lock_guard lock(mutex);
-  CHECK(calls == 1);
+  CHECK(record.calls() == 1);
 }
 
 TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the new owner finishes it",
           "[postgres][fleet]") {
   Fleet fleet;
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool entered = false, go = false;
-  int calls = 0;
-  auto record = agentkit::tool("record")
-                    .doc("Record one thing in the outside world.")
-                    .side_effecting(true)
-                    .params("what")
-                    .fn([&](const std::string& what) {
-                      std::unique_lock lock(mutex);
-                      ++calls;
-                      entered = true;
-                      changed.notify_all();
-                      changed.wait(lock, [&] { return go; });
-                      return "done: " + what;
-                    });
-  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({record}));
+  HeldTool record;
+  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({record.tool()}));
   auto executor = std::make_shared<agentkit::ThreadPoolExecutor>(2);
   const auto base = [&] {
     return make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .executor = executor, .store = fleet.store});
@@ -490,10 +492,7 @@ TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the ne
   FleetWorker slow(fleet.queue(), {{"clerk", clerk}}, base(),
                    {.name = "slow", .scopes = {kA}, .lease = 5s, .heartbeat = 100ms, .on_run = reports.sink()});
   slow.start();
-  {
-    std::unique_lock lock(mutex);
-    REQUIRE(changed.wait_for(lock, 60s, [&] { return entered; }));
-  }
+  REQUIRE(record.wait_entered());
   // Another worker takes the run over in one statement, as a claim after
   // the lease expired would (the slow worker's heartbeat cannot slip between).
   shared_postgres().sql("UPDATE \"" + fleet.runs_table +
@@ -506,11 +505,7 @@ TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the ne
   const auto info = queue->info(kA, "r1");
   CHECK(info->status == PostgresRunQueue::Status::leased);
   CHECK(info->lease_owner == "taker");
-  {
-    std::lock_guard lock(mutex);
-    go = true;  // the slow worker's call ends; its run is gone
-  }
-  changed.notify_all();
+  record.release();  // the slow worker's call ends; its run is gone
 
   // The taker gives it back; a worker finishes it without calling again.
   PostgresRunQueue::Claim taker{.scope = kA, .run_id = "r1", .lease_token = info->lease_token};
@@ -525,8 +520,7 @@ TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the ne
   REQUIRE(seen[1].result);
   CHECK(seen[1].result->output == "recorded contested");
   CHECK(queue->info(kA, "r1")->status == PostgresRunQueue::Status::done);
-  std::lock_guard lock(mutex);
-  CHECK(calls == 1);
+  CHECK(record.calls() == 1);
 }
 
 TEST_CASE("fleet: decisions that do not fit leave the run suspended and nothing runs", "[postgres][fleet]") {
