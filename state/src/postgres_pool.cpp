@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <regex>
 #include <thread>
 
 #include "postgres_internal.h"
@@ -56,21 +55,44 @@ bool boolean(const PGresult* result, int row, int column) { return PQgetvalue(re
 
 bool null(const PGresult* result, int row, int column) { return PQgetisnull(result, row, column) != 0; }
 
+// No std::regex here: compiling or matching one fills libstdc++'s shared
+// ctype cache without a lock, which ThreadSanitizer reports when two
+// threads (two workers reconnecting) do it at once.
 std::string one_line(std::string text) {
-  text = std::regex_replace(text, std::regex("\\s*\n\\s*"), " ");
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.pop_back();
-  return text;
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      out += text[i];
+      continue;
+    }
+    // A line break and the blanks around it become one space.
+    while (!out.empty() && blank(out.back())) out.pop_back();
+    while (i + 1 < text.size() && blank(text[i + 1])) ++i;
+    out += ' ';
+  }
+  while (!out.empty() && blank(out.back())) out.pop_back();
+  return out;
 }
 
 std::string quote_table(const std::string& table, std::string_view what) {
-  static const std::regex identifier("([A-Za-z_][A-Za-z0-9_]*)(\\.([A-Za-z_][A-Za-z0-9_]*))?");
-  std::smatch parts;
-  const auto fits = [&](int part) { return !parts[part].matched || parts[part].length() <= 63; };
-  if (!std::regex_match(table, parts, identifier) || !fits(1) || !fits(3)) {
+  // A plain identifier: a letter or '_', then letters, digits and '_', at most 63.
+  const auto identifier = [](std::string_view part) {
+    const auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+    return !part.empty() && part.size() <= 63 && letter(part[0]) &&
+           std::all_of(part.begin(), part.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+  };
+  const std::string_view name = table;
+  const auto dot = name.find('.');
+  const std::string_view first = name.substr(0, dot);
+  const std::string_view second = dot == std::string_view::npos ? std::string_view() : name.substr(dot + 1);
+  if (!identifier(first) || (dot != std::string_view::npos && !identifier(second))) {
     throw Error(ErrorCode::invalid_argument,
                 std::string(what) + ": table '" + table + "' is not a name or schema.name of letters, digits and '_'");
   }
-  return parts[3].matched ? '"' + parts[1].str() + "\".\"" + parts[3].str() + '"' : '"' + table + '"';
+  return dot == std::string_view::npos ? '"' + table + '"'
+                                       : '"' + std::string(first) + "\".\"" + std::string(second) + '"';
 }
 
 std::string substitute(std::string text, std::string_view name, std::string_view value) {
