@@ -112,8 +112,13 @@ demo: configure
 	$(CMAKE) --build $(BUILD_DIR) -j$(JOBS) --target $(DEMO)
 	./$(BUILD_DIR)/examples/$(DEMO)
 
+# The crash harnesses' summary lines (tests/helpers/summary.h) follow ctest's.
+SHOW_SUMMARIES = cat $(1)/summaries/*.txt 2>/dev/null || true
+
 test: build
+	@rm -rf $(BUILD_DIR)/summaries
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j$(JOBS) $(CTEST_FLAGS)
+	@$(call SHOW_SUMMARIES,$(BUILD_DIR))
 
 # The JS agent SDKs bench_peers compares against, installed from the
 # committed lockfile; npm ci runs again only when the lockfile changes.
@@ -148,9 +153,11 @@ asan-build: asan-configure
 	$(CMAKE) --build $(ASAN_DIR) -j$(JOBS)
 
 asan: asan-build
+	@rm -rf $(ASAN_DIR)/summaries
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(CTEST) --test-dir $(ASAN_DIR) --output-on-failure --no-tests=error -j$(JOBS) -LE consumer $(CTEST_FLAGS)
+	@$(call SHOW_SUMMARIES,$(ASAN_DIR))
 
 # ThreadSanitizer over the same ctest cases as asan (the consumer cases build
 # without sanitizers). Reports in third-party code only are suppressed, each
@@ -167,8 +174,10 @@ tsan-build: tsan-configure
 	$(CMAKE) --build $(TSAN_DIR) -j$(JOBS)
 
 tsan: tsan-build
+	@rm -rf $(TSAN_DIR)/summaries
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(TSAN_SUPPRESSIONS)" \
 	  $(CTEST) --test-dir $(TSAN_DIR) --output-on-failure --no-tests=error -j$(JOBS) -LE consumer $(CTEST_FLAGS)
+	@$(call SHOW_SUMMARIES,$(TSAN_DIR))
 
 # libFuzzer needs clang (Debian's clang-14); FUZZ_CXX names another one.
 # Only the libraries the targets use and the targets are built.

@@ -201,7 +201,7 @@ int approve(const std::string& conninfo, const std::string& run_id) {
   }
   agentkit::Decisions decisions;
   std::vector<std::string> awaited;
-  for (const auto& call : stored->pending_calls()) {
+  for (const auto& call : agentkit::suspension_of(*stored).pending) {  // a sub-agent's calls too
     std::cout << tag() << "approver: a human approves " << call.name << " " << call.arguments.dump() << "\n";
     decisions[call.id] = agentkit::Decision::approve();
     awaited.push_back(call.id);

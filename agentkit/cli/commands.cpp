@@ -629,17 +629,6 @@ std::string host_and_pid() {
   return std::string(host) + ":" + std::to_string(::getpid());
 }
 
-const char* outcome_name(FleetRunReport::Outcome outcome) {
-  switch (outcome) {
-    case FleetRunReport::Outcome::done: return "done";
-    case FleetRunReport::Outcome::suspended: return "suspended";
-    case FleetRunReport::Outcome::lost: return "lost";
-    case FleetRunReport::Outcome::released: return "released";
-    case FleetRunReport::Outcome::abandoned: return "abandoned";
-  }
-  return "?";
-}
-
 }  // namespace
 
 int worker_command(const WorkerArgs& args) {
@@ -671,7 +660,7 @@ int worker_command(const WorkerArgs& args) {
       FleetWorkerOptions options{.name = name, .scopes = {args.scope}};
       options.on_run = [](const FleetRunReport& report) {
         std::string line = "agentkit: run " + report.run_id + " (" + report.agent + ", attempt " +
-                           std::to_string(report.attempt) + "): " + outcome_name(report.outcome);
+                           std::to_string(report.attempt) + "): " + std::string(to_string(report.outcome));
         if (report.result) line += std::string(" ") + std::string(to_string(report.result->stop_reason));
         if (!report.error.empty()) line += ": " + first_line(report.error, 300);
         std::cerr << line + "\n" << std::flush;
@@ -711,7 +700,9 @@ int approve_command(const ApproveArgs& args) {
     auto store = open_postgres(args.store);
     const auto stored = load_run(*store, args.scope, args.run_id);
     if (!stored) throw Error(ErrorCode::not_found, "no run '" + first_line(args.run_id, 80) + "' in the store");
-    const std::vector<ToolCall> pending = stored->phase == Phase::suspended ? stored->pending_calls() : std::vector<ToolCall>{};
+    // A sub-agent's pending call by its qualified id ("<call>/<its id>"), as resume routes it.
+    const std::vector<ToolCall> pending =
+        stored->phase == Phase::suspended ? suspension_of(*stored).pending : std::vector<ToolCall>{};
     std::string listed;
     for (const auto& call : pending) listed += "\n  " + call.id + "  " + call_preview(call);
     const bool all = args.call_id == "all";

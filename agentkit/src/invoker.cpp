@@ -120,7 +120,13 @@ ToolResult call_tool(const ToolRequest& request, RunContext& ctx) {
 // is one, otherwise run between an intent and an outcome record.
 ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
   const CallLedger& ledger = *request.ledger;
-  if (auto recorded = ledger.begin(request)) return *std::move(recorded);
+  try {
+    if (auto recorded = ledger.begin(request)) return *std::move(recorded);
+  } catch (const std::exception& e) {
+    // Nothing ran: the call starts only once its intent is recorded.
+    return ToolResult::error(std::string("The call was not run: its exactly-once record could not be written (") +
+                             e.what() + ").");
+  }
   // The call has happened by now: a failure to record its outcome must not
   // hide it. A later attempt sees only the intent and reports outcome_unknown.
   const auto record = [&](const ToolResult& result) {

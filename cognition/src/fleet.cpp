@@ -25,6 +25,18 @@ std::string error_json(const std::string& error) {
 
 }  // namespace
 
+std::string_view to_string(FleetRunReport::Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::done: return "done";
+    case Outcome::suspended: return "suspended";
+    case Outcome::lost: return "lost";
+    case Outcome::released: return "released";
+    case Outcome::retried: return "retried";
+    case Outcome::abandoned: return "abandoned";
+  }
+  return "?";
+}
+
 std::string decisions_to_json(const Decisions& decisions) {
   Json doc = Json::object();
   for (const auto& [id, d] : decisions) {
@@ -75,13 +87,58 @@ FleetWorker::~FleetWorker() { stop(); }
 
 void FleetWorker::start() {
   if (thread_.joinable()) return;
+  lease_thread_ = std::thread([this] { keep_leases(); });
   thread_ = std::thread([this] { loop(); });
 }
 
 void FleetWorker::stop() {
-  stopping_ = true;
+  {
+    std::lock_guard lock(lease_mutex_);
+    stopping_ = true;
+  }
+  lease_cv_.notify_all();
   queue_->interrupt();
   if (thread_.joinable()) thread_.join();
+  if (lease_thread_.joinable()) lease_thread_.join();
+}
+
+void FleetWorker::hold(const Claim* claim) {
+  std::lock_guard lock(lease_mutex_);
+  if (claim) {
+    held_ = *claim;
+  } else {
+    held_.reset();
+  }
+  lease_lost_ = false;
+}
+
+bool FleetWorker::lease_lost() {
+  std::lock_guard lock(lease_mutex_);
+  return lease_lost_;
+}
+
+// Beside the worker's thread, which may spend longer than a lease inside one
+// poll() (a model or tool call run inline), this thread extends the lease of
+// the claim being handled every `heartbeat`. A refused extension (the lease
+// expired and another worker took the run) is noted for the worker's thread,
+// which lets the run go at its next poll; an unconfirmed one (the server is
+// away) is tried again at the next beat: if the lease is gone by then, the
+// run's checkpoint and the fenced marks stop this worker.
+void FleetWorker::keep_leases() {
+  std::unique_lock lock(lease_mutex_);
+  while (!stopping_) {
+    lease_cv_.wait_for(lock, options_.heartbeat);
+    if (stopping_ || !held_ || lease_lost_) continue;
+    const Claim claim = *held_;
+    lock.unlock();
+    bool held = true;
+    try {
+      held = queue_->heartbeat(options_.name, claim, options_.lease);
+    } catch (const std::exception&) {
+    }
+    lock.lock();
+    if (!held && held_ && held_->lease_token == claim.lease_token && held_->run_id == claim.run_id) lease_lost_ = true;
+  }
 }
 
 void FleetWorker::report(FleetRunReport report) const {
@@ -123,6 +180,11 @@ void FleetWorker::loop() {
 }
 
 void FleetWorker::handle(const Claim& claim) {
+  hold(&claim);
+  struct Unhold {
+    FleetWorker* worker;
+    ~Unhold() { worker->hold(nullptr); }
+  } unhold{this};
   FleetRunReport out{.scope = claim.scope,
                      .run_id = claim.run_id,
                      .agent = claim.agent,
@@ -138,15 +200,19 @@ void FleetWorker::handle(const Claim& claim) {
     finish(ok ? outcome : Outcome::lost, ok ? "" : "the lease was lost before the run could be marked");
   };
 
-  const auto found = agents_.find(claim.agent);
-  if (found == agents_.end()) {
-    const std::string error = "no agent named '" + claim.agent + "' on worker " + options_.name;
+  // Ends the run without running it: done, with `error` as its result.
+  const auto give_up = [&](const std::string& error) {
     try {
       marked(queue_->mark_done(options_.name, claim, error_json(error)), Outcome::done);
     } catch (const std::exception& e) {
       finish(Outcome::abandoned, e.what());
     }
-    return;
+  };
+  const auto found = agents_.find(claim.agent);
+  if (found == agents_.end()) return give_up("no agent named '" + claim.agent + "' on worker " + options_.name);
+  if (options_.max_attempts > 0 && claim.attempt > options_.max_attempts) {
+    return give_up("claimed " + std::to_string(claim.attempt) + " times (max_attempts " +
+                   std::to_string(options_.max_attempts) + "): its workers died or its end could not be stored");
   }
   const Agent& agent = *found->second;
   RunContext ctx = base_;
@@ -183,15 +249,9 @@ void FleetWorker::handle(const Claim& claim) {
     finish(Outcome::abandoned, e.what());  // the lease expires and another worker tries
     return;
   } catch (const std::exception& e) {
-    try {
-      marked(queue_->mark_done(options_.name, claim, error_json(e.what())), Outcome::done);
-    } catch (const std::exception& again) {
-      finish(Outcome::abandoned, again.what());
-    }
-    return;
+    return give_up(e.what());
   }
 
-  auto beat = std::chrono::steady_clock::now();
   const auto slice = std::min<std::chrono::milliseconds>(options_.heartbeat, std::chrono::milliseconds(100));
   while (!run->poll()) {
     if (stopping_) {
@@ -203,25 +263,41 @@ void FleetWorker::handle(const Claim& claim) {
       }
       return;
     }
+    if (lease_lost()) {
+      run.reset();
+      finish(Outcome::lost, "the lease was lost while the run advanced");
+      return;
+    }
     run->wait_ready(slice);
-    if (std::chrono::steady_clock::now() - beat >= options_.heartbeat) {
-      bool held = true;
-      try {
-        held = queue_->heartbeat(options_.name, claim, options_.lease);
-      } catch (const std::exception&) {
-        // Unconfirmed: keep going. If the lease is gone by now, the run's
-        // checkpoint and the fenced mark stop this worker.
-      }
-      if (!held) {
-        run.reset();
-        finish(Outcome::lost, "the lease was lost while the run advanced");
-        return;
-      }
-      beat = std::chrono::steady_clock::now();
+  }
+  RunResult result = run->wait();
+  run.reset();
+  // The store is the truth: a run whose end it does not hold (a checkpoint
+  // was refused or its outcome is unknown, so the run stopped `failed`
+  // there, or its end save failed) did not end. It goes back to the queue
+  // and is recovered from its last checkpoint, whose ledger runs no call
+  // again; a checkpoint taken over by another worker fails the fence.
+  std::string unstored;
+  try {
+    const Phase expected = result.stop_reason == StopReason::suspended ? Phase::suspended : Phase::done;
+    const std::optional<RunState> stored = state::load_run(*ctx.store, ctx.scope, claim.run_id);
+    if (!stored || stored->phase != expected) {
+      unstored = "the run's end is not in the store";
+      if (result.failure) unstored += " (" + result.failure->message + ")";
+    }
+  } catch (const std::exception& e) {
+    out.result = std::move(result);
+    return finish(Outcome::abandoned, e.what());
+  }
+  if (!unstored.empty()) {
+    out.result = std::move(result);
+    try {
+      const bool ok = queue_->release(options_.name, claim);
+      return finish(ok ? Outcome::retried : Outcome::lost, ok ? unstored : "the lease was lost: " + unstored);
+    } catch (const std::exception& e) {
+      return finish(Outcome::abandoned, unstored + "; giving it back failed: " + e.what());
     }
   }
-  RunResult result = run->wait();  // its end is in the store
-  run.reset();
   try {
     const bool suspended = result.stop_reason == StopReason::suspended;
     const bool ok = suspended ? queue_->mark_suspended(options_.name, claim)

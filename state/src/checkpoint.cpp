@@ -11,6 +11,8 @@
 #include <agentkit/state/keys.h>
 #include <agentkit/state/ledger.h>
 
+#include "store_internal.h"
+
 namespace agentkit::state {
 namespace {
 
@@ -142,7 +144,7 @@ Checkpoint::Checkpoint(std::shared_ptr<Store> store, const Scope& scope, std::st
       version_(version),
       continued_(version != 0),
       sealed_(std::move(sealed)),
-      ledger_(std::make_shared<StoreLedger>(store_, keys::ledger(scope, run_id_))) {}
+      ledger_(std::make_shared<StoreLedger>(store_, keys::ledger(scope, run_id_), writer_)) {}
 
 bool Checkpoint::save(const RunState& state, const std::vector<trace::Span>& spans) {
   SealedHistory sealed = sealed_;
@@ -194,7 +196,12 @@ bool Checkpoint::save(const RunState& state, const std::vector<trace::Span>& spa
   // have landed, and a second try could only be told apart by re-reading.
   auto written = store_->compare_and_set(key_, version_, canonical_dump(doc));
   if (!written) return false;
+  // The first save claimed the run: its calls run from now on only while
+  // the ledger's owner record names this writer (see StoreLedger's Fencing),
+  // written before any of them starts.
   version_ = *written;
+  if (!claimed_) put(ledger_->owner_key(), writer_);
+  claimed_ = true;
   sealed_ = std::move(sealed);
   return true;
 }
@@ -222,16 +229,7 @@ void Checkpoint::store_blob(Json& part) {
 // the same key, so a transient refusal, or a write that may or may not have
 // happened, is worth another try.
 void Checkpoint::put(const std::string& key, const std::string& value) {
-  for (int attempt = 1;; ++attempt) {
-    try {
-      store_->put(key, value);
-      return;
-    } catch (const Error& e) {
-      const bool transient = e.code() == ErrorCode::unavailable || e.code() == ErrorCode::outcome_unknown;
-      if (!transient || attempt >= kWriteAttempts) throw;
-    }
-    std::this_thread::sleep_for(kWriteBackoff.delay(attempt));
-  }
+  store_detail::retry_transient([&] { return store_->put(key, value); }, kWriteAttempts, kWriteBackoff);
 }
 
 std::shared_ptr<const CallLedger> Checkpoint::ledger() const noexcept { return ledger_; }

@@ -5,8 +5,11 @@
 #include <limits>
 #include <utility>
 
+#include <agentkit/context.h>
 #include <agentkit/detail/fnv.h>
 #include <agentkit/json.h>
+
+#include "store_internal.h"
 
 namespace agentkit::state {
 namespace {
@@ -15,7 +18,19 @@ constexpr const char* kUnknown =
     "The outcome of this call is unknown: it started before the run was interrupted and recorded no result. It was "
     "not run again because it has side effects; check whether it took effect before calling it again.";
 
-std::string intent_record(int attempt) { return Json{{"state", "intent"}, {"attempt", attempt}}.dump(); }
+constexpr const char* kTakenOver =
+    "This run was taken over by another worker while this one was paused; the call was not run here.";
+
+// Records are written again while the store is briefly away or a write's
+// outcome is unknown (as Checkpoint's blobs are).
+constexpr int kWriteAttempts = 3;
+constexpr Backoff kWriteBackoff{.base = std::chrono::milliseconds(10), .max = std::chrono::milliseconds(100)};
+
+// `nonce` tells this begin()'s intent from any other's: a claim whose
+// outcome was unknown is recognised as its own when tried again.
+std::string intent_record(int attempt, const std::string& nonce) {
+  return Json{{"state", "intent"}, {"attempt", attempt}, {"nonce", nonce}}.dump();
+}
 
 // A result's content parts, recorded with its value so that a call answered
 // from the record shows the model what the call returned (an image too).
@@ -43,59 +58,93 @@ std::string hashed(const std::string& text) { return detail::fnv1a_hex(text); }
 
 }  // namespace
 
-StoreLedger::StoreLedger(std::shared_ptr<Store> store, std::string prefix)
-    : store_(std::move(store)), prefix_(std::move(prefix)) {}
+StoreLedger::StoreLedger(std::shared_ptr<Store> store, std::string prefix, std::string owner)
+    : store_(std::move(store)), prefix_(std::move(prefix)), owner_(std::move(owner)) {}
 
 std::optional<ToolResult> StoreLedger::begin(const ToolRequest& request) const {
   const std::string key = prefix_ + request.ledger_key;
-  const bool idempotent = request.effectively_idempotent();
+  std::string mine;  // the intent this call wrote, once it tried
+  return store_detail::retry_transient([&] { return claim(request, key, mine); }, kWriteAttempts, kWriteBackoff);
+}
+
+std::optional<ToolResult> StoreLedger::claim(const ToolRequest& request, const std::string& key,
+                                             std::string& mine) const {
   const auto entry = store_->get(key);
-  int attempt = 1;
-  if (entry) {
-    const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
-    const bool done = record.is_object() && record.value("state", "") == "done";
-    // Runs again: a call paused by its sub-run's suspension, or an
-    // interrupted one whose tool continues its own durable work.
-    const bool again = (record.is_object() && record.value("state", "") == "paused") ||
-                       (!done && request.tool && request.tool->reenterable());
-    if (done && record.value("status", "") == "ok") return ToolResult::ok(record.value("value", Json()), parts_of(record));
-    if (!idempotent && !again) {
-      if (!done) return ToolResult::outcome_unknown(kUnknown);
-      const std::string text = record.value("text", "Tool failed");
-      return record.value("status", "") == "outcome_unknown" ? ToolResult::outcome_unknown(text)
-                                                              : ToolResult::error(text);
+  std::optional<std::int64_t> claimed;
+  if (entry && !mine.empty() && entry->value == mine) {
+    claimed = entry->version;  // an earlier try's write that landed (its outcome was unknown)
+  } else {
+    if (auto answered = recorded(request, entry)) return answered;
+    int attempt = 1;
+    if (entry) {
+      const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
+      // The stored count, range-checked before it becomes an int; a record
+      // that cannot say is counted as the first attempt.
+      int previous = 0;
+      if (record.is_object()) {
+        const auto stored = record.find("attempt");
+        if (stored != record.end() && stored->is_number()) previous = exact_integer<int>(stored->get<double>()).value_or(0);
+      }
+      const bool released = record.is_object() && record.value("state", "") == "released";
+      if (!released) attempt = previous > 0 && previous < std::numeric_limits<int>::max() ? previous + 1 : 2;
     }
-    // The stored count, range-checked before it becomes an int; a record that
-    // cannot say is counted as the first attempt.
-    const auto stored = record.find("attempt");
-    const auto previous = stored != record.end() && stored->is_number() ? exact_integer<int>(stored->get<double>())
-                                                                        : std::nullopt;
-    attempt = previous && *previous > 0 && *previous < std::numeric_limits<int>::max() ? *previous + 1 : 2;
+    // Claim the call. Losing the race means another worker runs it right now.
+    mine = intent_record(attempt, RunContext::new_id("i"));
+    claimed = store_->compare_and_set(key, entry ? entry->version : 0, mine);
+    if (!claimed) {
+      return ToolResult::outcome_unknown(
+          "The outcome of this call is unknown: another worker started the same call at the same time. It was not "
+          "run here.");
+    }
   }
-  // Claim the call. Losing the race means another worker runs it right now.
-  if (!store_->compare_and_set(key, entry ? entry->version : 0, intent_record(attempt))) {
-    return ToolResult::outcome_unknown(
-        "The outcome of this call is unknown: another worker started the same call at the same time. It was not "
-        "run here.");
+  if (!owner_.empty()) {
+    const auto holder = store_->get(owner_key());
+    if (!holder || holder->value != owner_) {
+      // Fails only when the new holder already read the intent (then it
+      // reported outcome_unknown, which stays the call's answer).
+      (void)store_->compare_and_set(key, *claimed, Json{{"state", "released"}}.dump());
+      return ToolResult::error(kTakenOver);
+    }
   }
   return std::nullopt;
 }
 
+// What an existing record answers without running the call (nullopt: run it).
+std::optional<ToolResult> StoreLedger::recorded(const ToolRequest& request, const std::optional<Entry>& entry) const {
+  if (!entry) return std::nullopt;
+  const Json record = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
+  const std::string state = record.is_object() ? record.value("state", "") : "";
+  // A call given back unrun by a fenced-out process (see Fencing) never started.
+  if (state == "released") return std::nullopt;
+  const bool done = state == "done";
+  // Runs again: a call paused by its sub-run's suspension, or an
+  // interrupted one whose tool continues its own durable work.
+  const bool again = state == "paused" || (!done && request.tool && request.tool->reenterable());
+  if (done && record.value("status", "") == "ok") return ToolResult::ok(record.value("value", Json()), parts_of(record));
+  if (request.effectively_idempotent() || again) return std::nullopt;
+  if (!done) return ToolResult::outcome_unknown(kUnknown);
+  const std::string text = record.value("text", "Tool failed");
+  return record.value("status", "") == "outcome_unknown" ? ToolResult::outcome_unknown(text) : ToolResult::error(text);
+}
+
 void StoreLedger::end(const ToolRequest& request, const ToolResult& result) const {
+  Json record;
   if (result.status == ToolResult::Status::awaiting_approval) {
     // A sub-run suspended inside the call (CallSuspended): the call runs
     // again on resume, and the sub-run's own ledger keeps its effects once.
-    store_->put(prefix_ + request.ledger_key, canonical_dump(Json{{"state", "paused"}}));
-    return;
-  }
-  Json record{{"state", "done"}, {"status", to_string(result.status)}};
-  if (result.is_ok()) {
-    record["value"] = result.value;
-    if (!result.parts.empty()) record["parts"] = parts_json(result.parts);
+    record = {{"state", "paused"}};
   } else {
-    record["text"] = result.text;
+    record = {{"state", "done"}, {"status", to_string(result.status)}};
+    if (result.is_ok()) {
+      record["value"] = result.value;
+      if (!result.parts.empty()) record["parts"] = parts_json(result.parts);
+    } else {
+      record["text"] = result.text;
+    }
   }
-  store_->put(prefix_ + request.ledger_key, canonical_dump(record));
+  const std::string value = canonical_dump(record);
+  store_detail::retry_transient([&] { return store_->put(prefix_ + request.ledger_key, value); }, kWriteAttempts,
+                                kWriteBackoff);
 }
 
 std::optional<ToolResult> StoreLedger::recall(const std::string& call) const {

@@ -11,6 +11,7 @@ extern const char source_dir[];
 extern const char cli[];
 extern const char example_03[];
 extern const char durable_child[];
+extern const char summary_dir[];
 extern const char node[];
 extern const char otel_receiver[];
 extern const char otel_receiver_dir[];

@@ -27,6 +27,7 @@
 
 #include "../helpers/paths.h"
 #include "../helpers/durable_workload.h"
+#include "../helpers/summary.h"
 
 extern char** environ;
 
@@ -217,12 +218,15 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
     }
   }
   const int expected_runs = trials * static_cast<int>(runs.size());
-  std::printf(
+  char line[640];
+  std::snprintf(
+      line, sizeof line,
       "crash harness: %d trials (seed %u, child %.0f ms unkilled, kill window %.0f ms at the end), %d killed mid-run; runs recovered %d/%d "
       "(%d never started, %d with sealed history); calls reported outcome_unknown %d; side effects executed twice %d; effects lost %d; "
       "approvals bypassed %d\n",
       trials, seed, full_ms, window_ms, killed_mid_run, recovered, expected_runs, never_started, sealed, unknown, duplicates, lost,
       bypassed);
+  agentkit_test::print_summary("crash_harness", line);
   CHECK(recovered == expected_runs);
   CHECK(worked_to_the_end == expected_runs);  // a nested worker too: recovered and resumed, never abandoned
   CHECK(sealed == expected_runs);  // every run's history outgrew Checkpoint::kSealBytes

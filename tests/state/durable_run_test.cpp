@@ -10,6 +10,7 @@
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
 #include <agentkit/session.h>
+#include <agentkit/state/keys.h>
 #include <agentkit/state/ledger.h>
 #include <agentkit/state/store.h>
 #include <agentkit/testing/fake_llm.h>
@@ -492,6 +493,52 @@ TEST_CASE("StoreLedger: intent, outcome, replay", "[durable][ledger]") {
 
   ledger.clear();
   CHECK(store->list("L/").empty());
+}
+
+TEST_CASE("a checkpoint's ledger is fenced: a holder that lost the run never runs a call the new one ran", "[durable][ledger]") {
+  // A fleet worker paused past its lease (A) while another (B) took its run
+  // over, ran its calls and finished it, which drops the ledger's records.
+  auto store = std::make_shared<InMemoryStore>();
+  Counter c;
+  agentkit::ToolRequest pay{.call_id = "a", .name = "pay", .tool = c.tool("pay", true), .ledger_key = "1/a"};
+  agentkit::ToolRequest ship{.call_id = "b", .name = "ship", .tool = c.tool("ship", true), .ledger_key = "1/b"};
+  RunState state;
+  state.run_id = "r1";
+  agentkit::Checkpoint a(store, {}, "r1", 0);
+  REQUIRE(a.save(state));
+  CHECK_FALSE(a.ledger()->begin(ship).has_value());  // A starts `ship` while it holds the run
+
+  agentkit::Checkpoint b(store, {}, "r1", a.version());  // B recovers the run
+  REQUIRE(b.save(state));
+  // `ship` may have happened: B does not run it again.
+  const auto unknown = b.ledger()->begin(ship);
+  REQUIRE(unknown);
+  CHECK(unknown->status == agentkit::ToolResult::Status::outcome_unknown);
+  // A wakes and reaches `pay`: the run is B's, so A gives the call back unrun...
+  const auto refused = a.ledger()->begin(pay);
+  REQUIRE(refused);
+  CHECK(refused->status == agentkit::ToolResult::Status::error);
+  CHECK_THAT(refused->text, Catch::Contains("taken over"));
+  // ...and B, which owns it, runs it once.
+  CHECK_FALSE(b.ledger()->begin(pay).has_value());
+  b.ledger()->end(pay, agentkit::ToolResult::ok(Json("paid")));
+
+  // B finishes: the ledger's records (the owner's too) are dropped. A, still
+  // paused at `pay`, finds its key free but the run not its own.
+  b.tidy();
+  CHECK(store->list(agentkit::state::keys::ledger({}, "r1")).empty());
+  const auto after_tidy = a.ledger()->begin(pay);
+  REQUIRE(after_tidy);
+  CHECK(after_tidy->status == agentkit::ToolResult::Status::error);
+
+  // A call given back unrun counts as never started: the run's next holder runs it.
+  agentkit::ToolRequest refund{.call_id = "d", .name = "refund", .tool = c.tool("refund", true), .ledger_key = "2/d"};
+  agentkit::Checkpoint c1(store, {}, "r2", 0);
+  REQUIRE(c1.save(state));
+  agentkit::Checkpoint c2(store, {}, "r2", c1.version());
+  REQUIRE(c2.save(state));
+  REQUIRE(c1.ledger()->begin(refund));  // fenced out
+  CHECK_FALSE(c2.ledger()->begin(refund).has_value());
 }
 
 TEST_CASE("a run that another process took over stops advancing", "[durable]") {

@@ -14,12 +14,14 @@
 #include <agentkit/testing/test_context.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../helpers/postgres_server.h"
@@ -565,4 +567,111 @@ TEST_CASE("fleet: decisions that do not fit leave the run suspended and nothing 
   REQUIRE(seen[2].result);
   CHECK(seen[2].result->output == "recorded A-1");
   CHECK(effects.count("A-1") == 1);
+}
+
+TEST_CASE("fleet: a call running inline for longer than the lease keeps it (the lease thread heartbeats)",
+          "[postgres][fleet]") {
+  Fleet fleet;
+  std::atomic<int> calls{0};
+  auto slow = agentkit::tool("record")
+                  .doc("Record one thing in the outside world, slowly.")
+                  .side_effecting(true)
+                  .params("what")
+                  .fn([&](const std::string& what) {
+                    ++calls;
+                    std::this_thread::sleep_for(2s);  // inline: the run's poll() does not return meanwhile
+                    return "done: " + what;
+                  });
+  const auto clerk = std::make_shared<const Agent>("clerk", "fake", "You record things.", react({slow}));
+  Reports reports;
+  auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"), .store = fleet.store});
+  REQUIRE_FALSE(base.executor);
+  const agentkit::FleetWorkerOptions options{
+      .scopes = {kA}, .lease = 600ms, .heartbeat = 150ms, .idle_wait = 100ms, .on_run = reports.sink()};
+  auto named = [&](std::string name) {
+    auto o = options;
+    o.name = std::move(name);
+    return o;
+  };
+  FleetWorker first(fleet.queue(), {{"clerk", clerk}}, base, named("first"));
+  auto submitter = fleet.queue();
+  REQUIRE(submitter->submit(kA, "slow-1", "clerk", "t"));
+  first.start();
+  // A second worker looks for expired leases every 100 ms all along.
+  FleetWorker second(fleet.queue(), {{"clerk", clerk}}, base, named("second"));
+  second.start();
+  const auto seen = reports.until([](const auto& all) { return !all.empty(); });
+  second.stop();
+  first.stop();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].outcome == Outcome::done);
+  CHECK(seen[0].attempt == 1);
+  CHECK(calls == 1);
+  CHECK(second.claims() == 0);
+  const auto info = submitter->info(kA, "slow-1");
+  REQUIRE(info);
+  CHECK(info->attempts == 1);
+}
+
+namespace {
+
+// The fleet's store, but the `fail_at`th write of a run document is refused
+// with an unknown outcome (nothing written), as a connection cut after the
+// write was sent would leave it.
+class CutOnce final : public agentkit::state::Store {
+ public:
+  CutOnce(std::shared_ptr<agentkit::state::Store> inner, int fail_at) : inner_(std::move(inner)), fail_at_(fail_at) {}
+  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
+  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
+    return inner_->put(key, std::move(value), ttl);
+  }
+  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
+                                              Ttl ttl) override {
+    if (key.find("/runs/") != std::string_view::npos && ++run_writes_ == fail_at_) {
+      throw agentkit::state::StoreError("test: the connection broke after the write was sent",
+                                        agentkit::ErrorCode::outcome_unknown);
+    }
+    return inner_->compare_and_set(key, expected, std::move(value), ttl);
+  }
+  bool erase(std::string_view key) override { return inner_->erase(key); }
+  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
+    return inner_->list(prefix);
+  }
+
+ private:
+  std::shared_ptr<agentkit::state::Store> inner_;
+  int fail_at_;
+  std::atomic<int> run_writes_{0};
+};
+
+}  // namespace
+
+TEST_CASE("fleet: a run whose checkpoint could not be stored goes back to the queue and finishes once",
+          "[postgres][fleet]") {
+  Fleet fleet;
+  Effects effects;
+  const auto clerk =
+      std::make_shared<const Agent>("clerk", "fake", "You record things.", react({effects.tool("record")}));
+  Reports reports;
+  // Run document writes: the claim, the model's call, the call's outcome (cut), the end.
+  auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"),
+                             .store = std::make_shared<CutOnce>(fleet.store, 3)});
+  FleetWorker worker(fleet.queue(), {{"clerk", clerk}}, base,
+                     {.name = "w", .scopes = {kA}, .idle_wait = 100ms, .on_run = reports.sink()});
+  auto submitter = fleet.queue();
+  REQUIRE(submitter->submit(kA, "cut-1", "clerk", "t"));
+  worker.start();
+  const auto seen = reports.until([](const auto& all) { return !all.empty() && all.back().outcome == Outcome::done; });
+  worker.stop();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].outcome == Outcome::retried);  // not marked done as failed
+  CHECK_THAT(seen[0].error, Catch::Contains("not in the store"));
+  CHECK(seen[1].outcome == Outcome::done);
+  CHECK(seen[1].attempt == 2);
+  REQUIRE(seen[1].result);
+  CHECK(seen[1].result->stop_reason == StopReason::answered);
+  CHECK(effects.count("t") == 1);  // recovered from the ledger, not called again
+  const auto stored = agentkit::load_run(*fleet.store, kA, "cut-1");
+  REQUIRE(stored);
+  CHECK(stored->output == "recorded t");
 }

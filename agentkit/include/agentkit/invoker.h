@@ -23,7 +23,9 @@ struct ToolResult;
 // begin() before running a side-effecting tool: a result means "do not run,
 // answer this" (the recorded outcome, or outcome_unknown for a call that
 // started and never recorded an end); nullopt means the intent is now
-// recorded and the tool runs, after which end() records its outcome.
+// recorded and the tool runs, after which end() records its outcome. A
+// begin() that throws (its store is away) leaves the call unrun: its result
+// is an error saying so.
 //
 // The ledger also keeps idempotent()'s results for the run, keyed by what a
 // call did (tool and canonical arguments) rather than by call id, so an

@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +30,9 @@ struct FleetRunReport {
     suspended,  // the run waits for decisions (its checkpoint names them)
     lost,       // the lease was lost (taken over, or a fenced mark refused): the worker let go
     released,   // the worker stopped mid-run and gave the run back, runnable
+    retried,    // the run's end is not in the store (a checkpoint failed: error
+                // says why); given back, runnable, to be recovered from its
+                // last checkpoint
     abandoned,  // the store or queue failed: the lease is left to expire
   };
   Outcome outcome = Outcome::done;
@@ -40,6 +45,9 @@ struct FleetRunReport {
   std::string error;                // what failed, for a run that could not start or be marked
 };
 
+// "done", "suspended", "lost", "released", "retried", "abandoned".
+std::string_view to_string(FleetRunReport::Outcome outcome) noexcept;
+
 struct FleetWorkerOptions {
   // The worker's name: the lease owner in the queue. Unique across the
   // fleet (a host name and a counter, say). Required.
@@ -50,14 +58,18 @@ struct FleetWorkerOptions {
   // How long a claim or a heartbeat holds the run, on the server's clock.
   std::chrono::milliseconds lease{30000};
   // How often a running run's lease is extended; below lease (a third of
-  // it, say). A heartbeat is sent between polls of the run, so a model or
-  // tool call that runs inline (no ctx.executor) longer than the lease
-  // loses it; give the base context an executor.
+  // it, say). The worker's own lease thread sends it, so a model or tool
+  // call that runs inline (no ctx.executor) for longer than the lease keeps
+  // it.
   std::chrono::milliseconds heartbeat{10000};
   // How long an idle worker sleeps on LISTEN before it looks again without
   // a notification: the only way it notices a lease that expired (a
   // crashed worker's run).
   std::chrono::milliseconds idle_wait{5000};
+  // A run claimed more often than this (its workers died, or its end could
+  // not be stored, every time) is not started again: it is marked done with
+  // an error. 0: no limit.
+  int max_attempts = 10;
   // Called on the worker's thread after each run it handled; must not throw.
   std::function<void(const FleetRunReport&)> on_run;
 };
@@ -79,10 +91,14 @@ Decisions decisions_from_json(std::string_view json);
 //     Agent::start_recover, which runs no recorded call again and reports
 //     a side-effecting call that started and recorded nothing as
 //     outcome_unknown (the ledger's guarantees);
-// drives the RunHandle, heartbeating between polls, and marks the run
-// suspended or done (the result as JSON: stop_reason, output, failure).
-// Every mark is fenced by the lease: a worker that lost its lease changes
-// nothing and lets the run go (FleetRunReport::Outcome::lost).
+// drives the RunHandle while its lease thread heartbeats, and marks the run
+// suspended or done (the result as JSON: stop_reason, output, failure) once
+// the store holds that end. A run whose end the store does not hold (a
+// checkpoint failed: the server went away, a write's outcome was unknown)
+// is given back to the queue and recovered from its last checkpoint, never
+// marked done as failed for it. Every mark is fenced by the lease: a worker
+// that lost its lease changes nothing and lets the run go
+// (FleetRunReport::Outcome::lost).
 //
 // Each run gets a copy of `base` with the run's scope and a fresh Budget
 // of base's limits; base.store must be the fleet's shared Store (a
@@ -112,10 +128,11 @@ class FleetWorker {
   FleetWorker(const FleetWorker&) = delete;
   FleetWorker& operator=(const FleetWorker&) = delete;
 
-  // Starts the worker's thread (once).
+  // Starts the worker's threads (once): the one that runs claims and the
+  // one that extends their leases.
   void start();
   // Stops claiming, gives a run in progress back to the queue (runnable; the
-  // next worker recovers it from its checkpoint) and joins the thread.
+  // next worker recovers it from its checkpoint) and joins the threads.
   void stop();
 
   const std::string& name() const noexcept { return options_.name; }
@@ -126,6 +143,11 @@ class FleetWorker {
   void loop();
   void handle(const state::PostgresRunQueue::Claim& claim);
   void report(FleetRunReport report) const;
+  // The lease thread: heartbeats the claim being handled.
+  void keep_leases();
+  // Sets the claim being handled (nullptr: none) for the lease thread.
+  void hold(const state::PostgresRunQueue::Claim* claim);
+  bool lease_lost();
 
   std::shared_ptr<state::PostgresRunQueue> queue_;
   Agents agents_;
@@ -133,7 +155,12 @@ class FleetWorker {
   FleetWorkerOptions options_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> claims_{0};
+  std::mutex lease_mutex_;
+  std::condition_variable lease_cv_;
+  std::optional<state::PostgresRunQueue::Claim> held_;  // the claim being handled
+  bool lease_lost_ = false;                              // the queue refused held_'s heartbeat
   std::thread thread_;
+  std::thread lease_thread_;
 };
 
 }  // namespace agentkit

@@ -7,6 +7,7 @@
 //   <scope>/run-history/<run id>#<n>-<writer> a sealed segment of its history
 //   <scope>/run-blobs/<run id>/<sha256 hex>   a binary content part, base64
 //   <scope>/ledger/<run id>/<call key>        exactly-once records of its calls
+//   <scope>/ledger/<run id>/owner             the Checkpoint that holds the run (StoreLedger's fence)
 //   <scope>/traces/<trace id>/<run id>#<n>-<writer>  a segment of a durable run's spans
 //   <scope>/sessions/<session id>             a session's history
 //   <scope>/cli/runs/<run id>                 the CLI's record of a run's definition

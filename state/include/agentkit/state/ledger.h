@@ -13,6 +13,19 @@
 //   recorded as paused, and runs again when the run resumes;
 // - a recorded failure (or unknown outcome) is returned as recorded, unless
 //   the tool is idempotent (then it runs again).
+//
+// Fencing (`owner`): a run can be taken over while the process that held
+// it still lives (a fleet worker paused past its lease). The ledger alone
+// stops that process from running a call the new holder ran, as long as the
+// records exist; but a finished run's records are dropped (clear()), and a
+// call's key free again. So a ledger with an owner runs a call only while
+// the record `prefix` + "owner" names that owner (Checkpoint writes it right
+// after its first save claims the run, and clear() drops it), checked after
+// the call's intent is recorded: either the new holder claimed the run
+// after that check, and then finds the intent (outcome_unknown, never run
+// twice), or the check sees the new holder, and the call is given back
+// unrun (its record marked released, which a later attempt treats as never
+// started) with an error result the stale process can only discard.
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,8 +37,13 @@ namespace agentkit::state {
 
 class StoreLedger final : public CallLedger {
  public:
-  // Records live under `prefix` + each request's ledger_key.
-  StoreLedger(std::shared_ptr<Store> store, std::string prefix);
+  // Records live under `prefix` + each request's ledger_key. `owner`: see
+  // Fencing above (empty: no fence).
+  StoreLedger(std::shared_ptr<Store> store, std::string prefix, std::string owner = {});
+
+  // The record naming the ledger's owner: `prefix` + "owner" (no call key
+  // lacks a '/').
+  std::string owner_key() const { return prefix_ + "owner"; }
 
   std::optional<ToolResult> begin(const ToolRequest& request) const override;
   void end(const ToolRequest& request, const ToolResult& result) const override;
@@ -38,8 +56,12 @@ class StoreLedger final : public CallLedger {
   void clear() const;
 
  private:
+  std::optional<ToolResult> claim(const ToolRequest& request, const std::string& key, std::string& mine) const;
+  std::optional<ToolResult> recorded(const ToolRequest& request, const std::optional<Entry>& entry) const;
+
   std::shared_ptr<Store> store_;
   std::string prefix_;
+  std::string owner_;
 };
 
 }  // namespace agentkit::state
