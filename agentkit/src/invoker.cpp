@@ -109,6 +109,10 @@ ToolResult call_tool(const ToolRequest& request, RunContext& ctx) {
     return ToolResult::ok(std::move(out.value), std::move(out.parts));
   } catch (const OutcomeUnknownError& e) {
     return ToolResult::outcome_unknown(e.what());
+  } catch (const RunInterrupted& e) {
+    ToolResult interrupted = ToolResult::outcome_unknown(e.what());
+    interrupted.interrupted = e.code();
+    return interrupted;
   } catch (const CallSuspended& e) {
     ToolResult paused = ToolResult::awaiting_approval();
     paused.nested = e.nested();
@@ -144,7 +148,9 @@ ToolResult run_recorded(const ToolRequest& request, RunContext& ctx) {
     record(ToolResult::error(failure_text(std::current_exception())));
     throw;
   }
-  record(result);
+  // An interrupted call records nothing: its intent stays, and the run's
+  // recovery runs the (reenterable) call again.
+  if (!result.interrupted) record(result);
   return result;
 }
 

@@ -12,6 +12,7 @@
 #include <agentkit/function_tool.h>
 #include <agentkit/json.h>
 #include <agentkit/session.h>
+#include <agentkit/state/keys.h>
 #include <agentkit/state/store.h>
 #include <agentkit/workflow.h>
 
@@ -604,6 +605,15 @@ const Agent* sub_agent(const Tool* tool) {
   return nullptr;
 }
 
+bool end_is_stored(state::Store& store, const Scope& scope, std::string_view run_id, const RunResult& result) {
+  const Phase expected = result.stop_reason == StopReason::suspended ? Phase::suspended : Phase::done;
+  // The document's phase alone: its history segments need not be read.
+  const auto entry = store.get(state::keys::run(scope, run_id));
+  if (!entry) return false;
+  const Json doc = Json::parse(entry->value, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() && doc.value("phase", "") == to_string(expected);
+}
+
 }  // namespace detail
 
 std::string render_result(const RunResult& result) {
@@ -643,14 +653,30 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
                      // recovered parent, a resumed one) the sub-run is recovered or resumed, or
                      // its result returned, instead of started over.
                      const std::string id = ctx.correlation_id + "/" + ctx.call_key;
-                     const auto stored = load_run(*ctx.store, ctx.scope, id);
-                     const NestedSuspension* decided = ctx.resuming && ctx.resuming->run_id == id ? ctx.resuming.get() : nullptr;
-                     if (!stored) {
-                       result = agent->run(task, child, {.run_id = id});
-                     } else if (decided && stored->phase == Phase::suspended && stored->iterations == decided->iterations) {
-                       result = agent->resume(id, decided->decisions, child);
-                     } else {
-                       result = agent->recover(id, child);  // still suspended: it asks again
+                     // A sub-run the store failed under ended nowhere the parent can
+                     // build on: the parent stops and its recovery runs this call again.
+                     const auto interrupted = [&](const std::string& why) {
+                       return RunInterrupted(ErrorCode::unavailable,
+                                             "sub-agent '" + agent->name() + "' (run " + id + "): " + why);
+                     };
+                     try {
+                       const auto stored = load_run(*ctx.store, ctx.scope, id);
+                       const NestedSuspension* decided =
+                           ctx.resuming && ctx.resuming->run_id == id ? ctx.resuming.get() : nullptr;
+                       if (!stored) {
+                         result = agent->run(task, child, {.run_id = id});
+                       } else if (decided && stored->phase == Phase::suspended &&
+                                  stored->iterations == decided->iterations) {
+                         result = agent->resume(id, decided->decisions, child);
+                       } else {
+                         result = agent->recover(id, child);  // still suspended: it asks again
+                       }
+                       if (!detail::end_is_stored(*ctx.store, ctx.scope, id, result)) {
+                         throw interrupted("its end is not in the store" +
+                                           (result.failure ? " (" + result.failure->message + ")" : std::string()));
+                       }
+                     } catch (const state::StoreError& e) {
+                       throw interrupted(std::string("its store failed: ") + e.what());
                      }
                      if (result.stop_reason == StopReason::suspended && result.suspended) {
                        // Its calls surface on the parent run, which routes their decisions back.

@@ -1422,6 +1422,16 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   void collect_calls() {
     if (busy()) return;
     auto calls = std::exchange(calls_, nullptr);
+    for (const CallSlot& slot : *calls) {
+      if (!slot.result.interrupted) continue;
+      // A call's own durable run lost its store (RunInterrupted): the run
+      // stops where its store last has it, and its recovery runs the call
+      // again. Nothing more is written by this engine.
+      writer_.reset();
+      checkpoint_.reset();
+      cause_ = Failure{.code = *slot.result.interrupted};
+      return finish(StopReason::failed, "the run was interrupted: " + slot.result.text);
+    }
     const std::vector<std::size_t> recorded = record_calls(*calls, std::nullopt);
     if (!recorded.empty() && after_guardrails()) {
       // After-guardrails on the results: a repair replaces what the model

@@ -4,6 +4,8 @@
 #include <agentkit/state/checkpoint.h>
 #include <agentkit/state/store.h>
 
+#include "sub_run.h"
+
 namespace agentkit {
 namespace {
 
@@ -279,9 +281,7 @@ void FleetWorker::handle(const Claim& claim) {
   // again; a checkpoint taken over by another worker fails the fence.
   std::string unstored;
   try {
-    const Phase expected = result.stop_reason == StopReason::suspended ? Phase::suspended : Phase::done;
-    const std::optional<RunState> stored = state::load_run(*ctx.store, ctx.scope, claim.run_id);
-    if (!stored || stored->phase != expected) {
+    if (!detail::end_is_stored(*ctx.store, ctx.scope, claim.run_id, result)) {
       unstored = "the run's end is not in the store";
       if (result.failure) unstored += " (" + result.failure->message + ")";
     }

@@ -27,4 +27,12 @@ Decisions routed_decisions(const Decisions& decisions, std::string_view call_id)
 // renamed()), or null for any other tool.
 const Agent* sub_agent(const Tool* tool);
 
+// Whether `store` holds the end a durable run's `result` reports (its
+// document suspended for a suspended result, done for any other): a run
+// whose end save failed, or that stopped because a checkpoint failed, did
+// not end as far as the store knows. The store is the truth for whoever
+// acts on the run next (a fleet worker marking it, a parent run taking a
+// sub-run's answer). Throws what the store throws.
+bool end_is_stored(state::Store& store, const Scope& scope, std::string_view run_id, const RunResult& result);
+
 }  // namespace agentkit::detail

@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
@@ -63,6 +66,16 @@ inline void append_line(const std::string& path, const std::string& token) {
   const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   ::close(fd);
   if (!ok) throw std::runtime_error("short write to the ledger file");
+}
+
+// The ledger file read back: token -> the pids that wrote it.
+inline std::map<std::string, std::vector<long>> read_ledger(const std::string& path) {
+  std::map<std::string, std::vector<long>> lines;
+  std::ifstream in(path);
+  long pid = 0;
+  std::string token;
+  while (in >> pid >> token) lines[token].push_back(pid);
+  return lines;
 }
 
 inline agentkit::Agent make_agent(const std::string& ledger_path) {

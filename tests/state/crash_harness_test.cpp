@@ -91,16 +91,6 @@ Child spawn_child(const std::vector<std::string>& args) {
   return child;
 }
 
-// token -> the pids that wrote it
-std::map<std::string, std::vector<long>> read_ledger(const fs::path& path) {
-  std::map<std::string, std::vector<long>> lines;
-  std::ifstream in(path);
-  long pid = 0;
-  std::string token;
-  while (in >> pid >> token) lines[token].push_back(pid);
-  return lines;
-}
-
 agentkit::RunContext parent_context(const fs::path& db) {
   agentkit::RunContext ctx;
   ctx.store = std::make_shared<SqliteStore>(
@@ -195,7 +185,7 @@ TEST_CASE("crash harness: SIGKILL at random points, every run recovered, no effe
     }
 
     CHECK(worked.size() == runs.size());
-    const auto ledger = read_ledger(dir.path / "ledger");
+    const auto ledger = workload::read_ledger(dir.path / "ledger");
     for (const auto& [token, pids] : ledger) {
       duplicates += pids.size() > 1 ? 1 : 0;
       // Only this process approves, so a transfer the child wrote ran without approval.
@@ -242,7 +232,7 @@ TEST_CASE("suspend in one process, approve and resume in another", "[durable][ap
   Child first = spawn_child({"work", db, ledger, "run-2"});
   REQUIRE(first.finish() == 0);
   CHECK(first.output == "ready\nrun-2 suspended\n");
-  CHECK(read_ledger(ledger).count("run-2/transfer") == 0);
+  CHECK(workload::read_ledger(ledger).count("run-2/transfer") == 0);
 
   // Two processes race to approve and resume the same run: exactly one does.
   Child a = spawn_child({"resume", db, ledger, "run-2"});
@@ -256,7 +246,7 @@ TEST_CASE("suspend in one process, approve and resume in another", "[durable][ap
   const std::string& loser = WEXITSTATUS(status_a) == 0 ? b.output : a.output;
   CHECK_THAT(loser, Catch::Contains("resumed"));
 
-  const auto lines = read_ledger(ledger);
+  const auto lines = workload::read_ledger(ledger);
   REQUIRE(lines.count("run-2/transfer") == 1);
   CHECK(lines.at("run-2/transfer").size() == 1);
   CHECK(lines.at("run-2/transfer").front() == (WEXITSTATUS(status_a) == 0 ? a.pid : b.pid));

@@ -16,6 +16,7 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/cut_store.h"
 #include "../helpers/recording_store.h"
 #include "../helpers/tool_calls.h"
 
@@ -687,4 +688,47 @@ TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects hap
   CHECK(counter.runs == 1);  // the sub-run was found, not started over
   CHECK(llm2->calls() == 1);
   CHECK(llm2->requests().at(0).messages.back().text() == "sample ordered");
+}
+
+TEST_CASE("a sub-run whose store write is cut stops its parent, whose recovery finishes both with effects once",
+          "[durable][as_tool]") {
+  // Writes of the sub-run's document: its claim (1), after its model asked
+  // for the call (2), after the call (3).
+  const int cut_at = GENERATE(1, 3);
+  INFO("the sub-run's write #" << cut_at << " is cut");
+  auto inner = std::make_shared<InMemoryStore>();
+  Counter counter;
+  auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
+                                                  react({counter.tool("order_sample", true)}));
+  Agent lead("lead", "fake", "You lead.",
+             react({agentkit::as_tool(researcher, {.name = "research",
+                                                   .description = "Delegate a research task to the researcher.",
+                                                   .side_effecting = true})}));
+  std::vector<Turn> first{Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}}};  // lead
+  std::vector<Turn> rest{Turn{.tool_calls = {call("s1", "order_sample", {{"what", "kit"}})}},       // researcher
+                         Turn{.content = "sample ordered"},                                          // researcher
+                         Turn{.content = "all done"}};                                               // lead
+  if (cut_at == 3) first.push_back(rest.front()), rest.erase(rest.begin());
+  auto ctx = make_test_ctx({.llm = FakeLLM::script(first),
+                            .store = std::make_shared<agentkit_test::CutStore>(inner, "runs/lead-1/1/c1", cut_at)});
+  const auto stopped = lead.run("go", ctx, {.run_id = "lead-1"});
+  REQUIRE(stopped.stop_reason == StopReason::failed);
+  REQUIRE(stopped.failure);
+  CHECK(stopped.failure->code == agentkit::ErrorCode::unavailable);
+  CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted"));
+  CHECK(counter.runs == (cut_at == 3 ? 1 : 0));
+  // The lead stopped where its store has it, with the call asked and not
+  // answered: not a run that ended with the call's error.
+  const auto kept = agentkit::load_run(*inner, {}, "lead-1");
+  REQUIRE(kept);
+  CHECK(kept->phase == Phase::act);
+  CHECK_FALSE(kept->outcomes.at(0).has_value());
+
+  auto later = make_test_ctx({.llm = FakeLLM::script(rest), .store = inner});
+  const auto again = lead.recover("lead-1", later);
+  CHECK(again.output == "all done");
+  CHECK(counter.runs == 1);  // the sub-run's call ran once: started afresh, or answered from its ledger
+  const auto sub = agentkit::load_run(*inner, {}, "lead-1/1/c1");
+  REQUIRE(sub);
+  CHECK(sub->output == "sample ordered");
 }

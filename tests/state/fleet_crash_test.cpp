@@ -69,18 +69,10 @@ int run_count() {
   return env ? std::max(1, std::atoi(env)) : AGENTKIT_FLEET_HARNESS_RUNS;
 }
 
-// Run i: "run-<i>" (a transfer when i is even: workload::needs_transfer);
-// with AGENTKIT_FLEET_NESTED=1, "nest-<i>" for i % 10 == 9 (the boss
-// delegating the plan through as_tool, whose worker's transfer surfaces on
-// the boss's run). Not by default: a known gap, open in issue M. A store
-// failure inside the sub-run (its claim's write cut) reaches the boss's
-// model as the as_tool call's error, so the boss answers and the sub-run is
-// left suspended, instead of the boss's run stopping to be recovered.
-bool nested_runs() {
-  const char* env = std::getenv("AGENTKIT_FLEET_NESTED");
-  return env && std::string(env) == "1";
-}
-std::string run_name(int i) { return (nested_runs() && i % 10 == 9 ? "nest-" : "run-") + std::to_string(i); }
+// Run i: "nest-<i>" (the boss delegating the plan through as_tool, whose
+// worker's transfer surfaces on the boss's run) for i % 10 == 9, else
+// "run-<i>" (a transfer when i is even: workload::needs_transfer).
+std::string run_name(int i) { return (i % 10 == 9 ? "nest-" : "run-") + std::to_string(i); }
 
 // What a human does with run i's transfer: run-<i> with i % 10 == 0 is
 // rejected, i % 10 == 6 approved with edited arguments, the rest approved.
@@ -118,16 +110,6 @@ Worker spawn_worker(const std::string& name, const agentkit_test::TempDir& dir, 
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) FAIL("cannot start " << argv[0] << ": " << std::strerror(rc));
   return w;
-}
-
-// token -> the pids that wrote it
-std::map<std::string, std::vector<long>> read_ledger(const fs::path& path) {
-  std::map<std::string, std::vector<long>> lines;
-  std::ifstream in(path);
-  long pid = 0;
-  std::string token;
-  while (in >> pid >> token) lines[token].push_back(pid);
-  return lines;
 }
 
 std::string tail_of(const fs::path& path, std::size_t bytes = 1500) {
@@ -307,7 +289,7 @@ TEST_CASE("fleet crash harness: workers SIGKILLed and paused past their lease an
   PostgresStore store(conninfo, {.table = store_table});
   PostgresSession session(conninfo);
   const int max_attempts = std::stoi(session.exec("SELECT coalesce(max(attempts), 0) FROM " + runs_table));
-  const auto ledger = read_ledger(dir / "ledger");
+  const auto ledger = workload::read_ledger(dir / "ledger");
   int finished = 0, duplicates = 0, lost = 0, unknown = 0, not_run = 0, bypassed = 0, edits_applied = 0, rejections_held = 0;
   for (const auto& [token, pids] : ledger) {
     if (pids.size() < 2) continue;

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "../helpers/cut_store.h"
 #include "../helpers/postgres_server.h"
 #include "../helpers/tool_calls.h"
 
@@ -613,39 +614,6 @@ TEST_CASE("fleet: a call running inline for longer than the lease keeps it (the 
   CHECK(info->attempts == 1);
 }
 
-namespace {
-
-// The fleet's store, but the `fail_at`th write of a run document is refused
-// with an unknown outcome (nothing written), as a connection cut after the
-// write was sent would leave it.
-class CutOnce final : public agentkit::state::Store {
- public:
-  CutOnce(std::shared_ptr<agentkit::state::Store> inner, int fail_at) : inner_(std::move(inner)), fail_at_(fail_at) {}
-  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
-  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
-    return inner_->put(key, std::move(value), ttl);
-  }
-  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
-                                              Ttl ttl) override {
-    if (key.find("/runs/") != std::string_view::npos && ++run_writes_ == fail_at_) {
-      throw agentkit::state::StoreError("test: the connection broke after the write was sent",
-                                        agentkit::ErrorCode::outcome_unknown);
-    }
-    return inner_->compare_and_set(key, expected, std::move(value), ttl);
-  }
-  bool erase(std::string_view key) override { return inner_->erase(key); }
-  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
-    return inner_->list(prefix);
-  }
-
- private:
-  std::shared_ptr<agentkit::state::Store> inner_;
-  int fail_at_;
-  std::atomic<int> run_writes_{0};
-};
-
-}  // namespace
-
 TEST_CASE("fleet: a run whose checkpoint could not be stored goes back to the queue and finishes once",
           "[postgres][fleet]") {
   Fleet fleet;
@@ -655,7 +623,7 @@ TEST_CASE("fleet: a run whose checkpoint could not be stored goes back to the qu
   Reports reports;
   // Run document writes: the claim, the model's call, the call's outcome (cut), the end.
   auto base = make_test_ctx({.llm = std::make_shared<OneCallModel>("record"),
-                             .store = std::make_shared<CutOnce>(fleet.store, 3)});
+                             .store = std::make_shared<agentkit_test::CutStore>(fleet.store, "/runs/", 3)});
   FleetWorker worker(fleet.queue(), {{"clerk", clerk}}, base,
                      {.name = "w", .scopes = {kA}, .idle_wait = 100ms, .on_run = reports.sink()});
   auto submitter = fleet.queue();

@@ -112,6 +112,9 @@ struct ToolResult {
   std::vector<ContentPart> parts;
   // awaiting_approval from a sub-run (CallSuspended): what it awaits.
   std::shared_ptr<const NestedSuspension> nested;
+  // Set (to the failure's code) on the outcome_unknown result of a call that
+  // threw RunInterrupted: the run stops there, unsaved (see RunInterrupted).
+  std::optional<ErrorCode> interrupted;
 
   static ToolResult ok(Json value, std::vector<ContentPart> parts = {}) {
     return {Status::ok, std::move(value), {}, false, std::move(parts)};
@@ -167,6 +170,20 @@ class CallSuspended : public Error {
 
  private:
   std::shared_ptr<const NestedSuspension> nested_;
+};
+
+// Thrown by a tool whose work is a durable run of its own (as_tool's
+// sub-run) when that run's store failed (unreachable, a write whose outcome
+// is unknown, the run's end not written), so the call cannot say how it
+// ended. The end of the chain turns it into an outcome_unknown result with
+// `interrupted` set and records no outcome for the call; the calling run
+// then stops where its store last has it, failed with this error's code,
+// saving nothing more, and a recovery runs the call again (which resumes or
+// recovers the sub-run). Only a reenterable tool (Tool::reenterable) may
+// throw it.
+class RunInterrupted : public Error {
+ public:
+  RunInterrupted(ErrorCode code, const std::string& message) : Error(code, message) {}
 };
 
 // Whether a call must pause for a human decision in the run of `ctx`: its
