@@ -724,7 +724,29 @@ int approve_command(const ApproveArgs& args) {
     // approver may decide one call and another the rest.
     std::vector<std::string> awaited;
     for (const auto& call : pending) awaited.push_back(call.id);
-    const auto decided = queue->submit_decisions(args.scope, args.run_id, decisions_to_json(decisions), awaited);
+    const std::string json = decisions_to_json(decisions);
+    auto decided = queue->submit_decisions(args.scope, args.run_id, json, awaited);
+    // The checkpoint is suspended but the queue may still have the run
+    // leased: its worker died after suspending it and before marking it (or
+    // is marking it now). Once that lease ends a worker claims the run and
+    // marks it suspended; wait for that, as long as the checkpoint still
+    // shows this same suspension (a run resumed meanwhile moved on).
+    const auto give_up = std::chrono::steady_clock::now() + args.wait;
+    bool told = false;
+    while (decided == state::PostgresRunQueue::Decided::not_suspended && std::chrono::steady_clock::now() < give_up) {
+      const auto info = queue->info(args.scope, args.run_id);
+      if (!info || info->status != state::PostgresRunQueue::Status::leased) break;
+      const auto now = load_run(*store, args.scope, args.run_id);
+      if (!now || now->phase != Phase::suspended || now->iterations != stored->iterations) break;
+      if (!told) {
+        std::cerr << "agentkit: run " << args.run_id << " is suspended but still held by worker "
+                  << first_line(info->lease_owner, 80) << "; waiting until it is marked suspended (up to "
+                  << args.wait.count() << " s)\n";
+        told = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      decided = queue->submit_decisions(args.scope, args.run_id, json, awaited);
+    }
     if (decided == state::PostgresRunQueue::Decided::not_suspended) {
       std::cerr << "agentkit: run " << args.run_id
                 << " is not waiting for decisions in the queue (decided already, running, done, or not submitted)\n";

@@ -2,6 +2,7 @@
 // The CLI's commands: run, resume and validate. Each returns the process
 // exit code (see Exit in terminal.h).
 #include <filesystem>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -135,13 +136,18 @@ struct ApproveArgs {
   std::optional<std::string> reject;  // set: reject, with this reason
   std::string store;
   Scope scope;
+  // How long to wait for a run whose checkpoint is suspended while the queue
+  // still has it leased (its worker died, or is just marking it).
+  std::chrono::seconds wait{60};
 };
 
-// `agentkit approve RUN_ID CALL_ID [--reject [REASON]] --store ...`: gives a
-// suspended fleet run its decision and wakes the workers (NOTIFY). The call
-// must be one the run's checkpoint lists as pending, else Exit::not_pending
-// (so is a run the queue does not hold as suspended); other pending calls of
-// the run, given no decision, are rejected when it resumes.
+// `agentkit approve RUN_ID CALL_ID [--reject [REASON]] [--wait SECONDS]
+// --store ...`: gives a suspended fleet run its decision and wakes the
+// workers (NOTIFY). The call must be one the run's checkpoint lists as
+// pending, else Exit::not_pending (so is a run the queue does not hold as
+// suspended, after waiting up to `wait` for a leased run whose checkpoint
+// is suspended to be marked so); the run resumes once every pending call
+// has a decision.
 int approve_command(const ApproveArgs& args);
 
 // `agentkit validate AGENT.yaml`: loads and checks the definition and its

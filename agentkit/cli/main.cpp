@@ -98,8 +98,10 @@ Commands:
             --reject, optionally with a reason for the model; CALL_ID `all`:
             every pending call). The run resumes, and the workers wake,
             once every pending call is decided (approvers may decide one
-            call each). Unknown run: exit 11; a call (or a run) not
-            awaiting a decision: exit 13.
+            call each). A run whose checkpoint is suspended while its
+            worker still holds it (it died before marking the run) is
+            waited for, up to --wait seconds (60). Unknown run: exit 11; a
+            call (or a run) not awaiting a decision: exit 13.
 
 --store of worker, submit and approve (and of every other command) takes a
 PostgreSQL database: a URI (postgresql://, postgres://) or a libpq
@@ -306,6 +308,11 @@ int main(int argc, char** argv) {
                           ->expected(0, 1);
   approve_cmd->add_option("--store", approve_args.store, "The PostgreSQL database (URI or conninfo)")->required();
   approve_cmd->add_option("--scope", approve_scope, "The tenant (default global)");
+  int approve_wait = 60;
+  approve_cmd
+      ->add_option("--wait", approve_wait,
+                   "Seconds to wait for a run still held by a worker that has not marked it suspended (default 60)")
+      ->check(CLI::NonNegativeNumber);
 
   const std::vector<CLI::App*> commands = {run, resume, validate, runs, show, diff, serve, worker, submit, approve_cmd};
   for (CLI::App* command : commands) command->allow_extras();
@@ -398,6 +405,7 @@ int main(int argc, char** argv) {
     }
     approve_args.scope = *scope;
     if (reject_flag->count() > 0) approve_args.reject = approve_reject;
+    approve_args.wait = std::chrono::seconds(approve_wait);
     return approve_command(approve_args);
   }
   return validate_command(validate_file);

@@ -193,6 +193,33 @@ TEST_CASE("agentkit approve of one call of two holds the run until the other is 
   CHECK(wait_for(worker) == 0);
 }
 
+TEST_CASE("agentkit approve waits for a suspended run whose worker died before marking it", "[cli][fleet][postgres]") {
+  Desk desk;
+  TempDir& dir = desk.dir;
+  const std::string& db = desk.db;
+  agentkit::state::PostgresRunQueue& queue = desk.queue;
+  const pid_t worker = spawn_cli(dir, {"worker", desk.file.string(), "--store", db}, {}, "worker");
+  REQUIRE(run_cli(dir, {"submit", "atlas", "Refund order A-1", "--store", db, "--run-id", "refund-1"}).exit_code == 0);
+  using Status = agentkit::state::PostgresRunQueue::Status;
+  REQUIRE(eventually([&] { return queue.info({}, "refund-1")->status == Status::suspended; }));
+  // The checkpoint is suspended, but the queue holds the run leased by a
+  // worker that died before marking it, for two more seconds.
+  agentkit_test::PostgresSession(db).exec(
+      "UPDATE agentkit_runs SET status = 'leased', lease_owner = 'ghost', lease_token = lease_token + 1,"
+      " lease_expires_at = now() + interval '2 seconds' WHERE run_id = 'refund-1'");
+
+  const Outcome hasty = run_cli(dir, {"approve", "refund-1", "c1", "--wait", "0", "--store", db});
+  CHECK(hasty.exit_code == 13);
+  CHECK(desk.shop.requests().empty());
+  const Outcome approved = run_cli(dir, {"approve", "refund-1", "c1", "--store", db});
+  CHECK(approved.exit_code == 0);
+  CHECK(approved.err.find("still held by worker ghost") != std::string::npos);
+  REQUIRE(eventually([&] { return queue.info({}, "refund-1")->status == Status::done; }));
+  CHECK(desk.shop.requests().size() == 1);
+  ::kill(worker, SIGTERM);
+  CHECK(wait_for(worker) == 0);
+}
+
 TEST_CASE("agentkit fleet commands refuse a SQLite store and never print a conninfo password", "[cli][fleet]") {
   TempDir dir;
   const Outcome sqlite = run_cli(dir, {"submit", "atlas", "task", "--store", dir.store()});
