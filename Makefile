@@ -13,7 +13,7 @@
 # Debian 12 packages the build needs; keep this the only list.
 PACKAGES := cmake g++ make pkg-config ccache \
             libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev \
-            catch2 libtrompeloeil-cpp-dev libsqlite3-dev libpq-dev postgresql libssl-dev \
+            catch2 libtrompeloeil-cpp-dev libsqlite3-dev libpq-dev postgresql libssl-dev openssl \
             clang-14 libclang-rt-14-dev chromium bubblewrap
 
 DEMO            ?= example_06_switch_providers

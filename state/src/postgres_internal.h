@@ -123,6 +123,13 @@ class Pool {
   // outcome_unknown). A refused statement throws StoreError (timeout for a
   // statement timeout, else unavailable).
   Result run(const std::string& sql, const Params& params, Retry retry, std::string_view doing);
+  // Creates the pool's table with `create_sql` ({t}: the table, {comment}:
+  // "<kind> <version>", e.g. "agentkit store 1") when it is absent, then
+  // reads its comment back: a table whose comment does not start with
+  // `kind` + " " is refused as not ours, and one of another version as too
+  // new or too old (StoreError naming the server, the table and both
+  // versions).
+  void ensure_table(const char* create_sql, std::string_view kind, int version);
   // Names the server in messages that have no connection: the one a pooled
   // connection (the last used) talks to. Returns it.
   const std::string& remember_server();

@@ -2,6 +2,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <thread>
 
@@ -100,6 +101,27 @@ std::string substitute(std::string text, std::string_view name, std::string_view
     text.replace(at, name.size(), value);
   }
   return text;
+}
+
+void Pool::ensure_table(const char* create_sql, std::string_view kind, int version) {
+  const std::string prefix = std::string(kind) + " ";
+  const std::string comment = prefix + std::to_string(version);
+  run(substitute(substitute(create_sql, "{comment}", comment), "{t}", table_), {}, Retry::always,
+      "cannot create the table");
+  const Result result = run(substitute("SELECT coalesce(obj_description(to_regclass('{t}'), 'pg_class'), '')", "{t}", table_),
+                            {}, Retry::always, "cannot read the table's comment");
+  const std::string& server = remember_server();  // names the server in the messages below
+  const std::string found = bytes(result.get(), 0, 0);
+  if (!found.starts_with(prefix)) throw StoreError(server + "exists but is not an " + std::string(kind));
+  const std::string stored = found.substr(prefix.size());
+  if (stored != std::to_string(version)) {
+    int number = 0;
+    const auto [last, failure] = std::from_chars(stored.data(), stored.data() + stored.size(), number);
+    const bool newer = failure == std::errc() && last == stored.data() + stored.size() && number > version;
+    throw StoreError(server + "has " + std::string(kind.substr(kind.find(' ') + 1)) + " schema version " + stored +
+                     "; this build reads version " + std::to_string(version) +
+                     (newer ? " (open it with a newer agentkit)" : ""));
+  }
 }
 
 Pool::Pool(std::string what, std::string conninfo, PoolOptions options, std::string quoted_table)

@@ -31,7 +31,7 @@ using pg::Result;
 using pg::Retry;
 using pg::substitute;
 
-constexpr const char* kCommentPrefix = "agentkit run queue ";
+constexpr std::string_view kKind = "agentkit run queue";  // the table's comment: "<kind> <version>"
 
 constexpr const char* kCreateTable =
     "DO $$ BEGIN"
@@ -45,7 +45,6 @@ constexpr const char* kCreateTable =
     "  COMMENT ON TABLE {t} IS '{comment}';"
     " END IF;"
     " END $$";
-constexpr const char* kTableComment = "SELECT coalesce(obj_description(to_regclass('{t}'), 'pg_class'), '')";
 
 // Rows of the CTE `u` (each with a scope), each notified on the channel.
 constexpr const char* kNotify = " SELECT u.scope FROM u, LATERAL (SELECT pg_notify('{ch}', u.scope)) AS n";
@@ -178,20 +177,7 @@ PostgresRunQueue::Impl::Impl(const std::string& conninfo, const Options& options
   if (wake_fd < 0) throw StoreError("postgres run queue: eventfd failed");
 }
 
-void PostgresRunQueue::Impl::ensure_table() {
-  const std::string comment = kCommentPrefix + std::to_string(kSchemaVersion);
-  pool.run(substitute(substitute(kCreateTable, "{comment}", comment), "{t}", table), {}, Retry::always,
-           "cannot create the table");
-  const Result result =
-      pool.run(substitute(kTableComment, "{t}", table), {}, Retry::always, "cannot read the table's comment");
-  const std::string& server = pool.remember_server();
-  const std::string found = bytes(result.get(), 0, 0);
-  if (!found.starts_with(kCommentPrefix)) throw StoreError(server + "exists but is not an agentkit run queue");
-  if (found != comment) {
-    throw StoreError(server + "has run queue schema " + found.substr(std::string_view(kCommentPrefix).size()) +
-                     "; this build reads version " + std::to_string(kSchemaVersion));
-  }
-}
+void PostgresRunQueue::Impl::ensure_table() { pool.ensure_table(kCreateTable, kKind, kSchemaVersion); }
 
 bool PostgresRunQueue::Impl::listen(std::string& error) {
   listener = pool.connect(error);

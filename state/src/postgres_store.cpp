@@ -1,7 +1,6 @@
 #include <agentkit/state/postgres_store.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "postgres_internal.h"
 #include "store_internal.h"
@@ -27,7 +26,7 @@ using pg::substitute;
 
 // A longer TTL would overflow a PostgreSQL interval (~31,700 years).
 constexpr std::int64_t kMaxTtlMs = 1'000'000'000'000'000;
-constexpr const char* kCommentPrefix = "agentkit store ";
+constexpr std::string_view kKind = "agentkit store";  // the table's comment: "<kind> <version>"
 
 std::optional<std::int64_t> ttl_ms(const Store::Ttl& ttl) {
   if (!ttl) return std::nullopt;
@@ -74,7 +73,6 @@ constexpr const char* kCreateTable =
     "  COMMENT ON TABLE {t} IS '{comment}';"
     " END IF;"
     " END $$";
-constexpr const char* kTableComment = "SELECT coalesce(obj_description(to_regclass('{t}'), 'pg_class'), '')";
 
 }  // namespace
 
@@ -112,24 +110,7 @@ PostgresStore::Impl::Impl(const std::string& info, Options opts)
 // Creates the table when absent, or checks that an existing one is a store
 // in a format this build reads. A later format bumps kSchemaVersion and
 // migrates older versions here.
-void PostgresStore::Impl::ensure_table() {
-  const std::string comment = kCommentPrefix + std::to_string(kSchemaVersion);
-  run(substitute(substitute(kCreateTable, "{comment}", comment), "{t}", table), {}, Retry::always,
-      "cannot create the table");
-  const Result result =
-      run(substitute(kTableComment, "{t}", table), {}, Retry::always, "cannot read the table's comment");
-  const std::string& server = pool.remember_server();  // names the server in the messages below
-  const std::string found = bytes(result.get(), 0, 0);
-  if (!found.starts_with(kCommentPrefix)) throw StoreError(server + "exists but is not an agentkit store");
-  const std::string version = found.substr(std::string_view(kCommentPrefix).size());
-  if (version != std::to_string(kSchemaVersion)) {
-    int number = 0;
-    const auto [end, failure] = std::from_chars(version.data(), version.data() + version.size(), number);
-    const bool newer = failure == std::errc() && end == version.data() + version.size() && number > kSchemaVersion;
-    throw StoreError(server + "has store schema version " + version + "; this build reads version " +
-                     std::to_string(kSchemaVersion) + (newer ? " (open it with a newer agentkit)" : ""));
-  }
-}
+void PostgresStore::Impl::ensure_table() { pool.ensure_table(kCreateTable, kKind, kSchemaVersion); }
 
 PostgresStore::PostgresStore(const std::string& conninfo, Options options)
     : impl_(std::make_unique<Impl>(conninfo, std::move(options))) {

@@ -59,6 +59,7 @@
 
 #include "../helpers/postgres_server.h"
 #include "add_script.h"
+#include "durable_runs.h"
 
 namespace {
 
@@ -176,28 +177,6 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
-}
-
-// Median µs per run of `runs` runs of `agent` (K iterations of `tool`) on
-// one store made by `make_store`, as bench_checkpoint measures it.
-double us_per_run(const agentkit::Agent& agent, int k, int runs,
-                  const std::function<std::shared_ptr<agentkit::state::Store>()>& make_store) {
-  std::vector<double> samples;
-  auto store = make_store();
-  for (int r = 0; r < runs; ++r) {
-    auto llm = FakeLLM::script(add_script(k, "record"));
-    llm->record_requests(false);
-    auto ctx = agentkit::testing::make_test_ctx({.llm = llm});
-    ctx.store = store;
-    const auto start = Clock::now();
-    const auto result = agent.run("add", ctx);
-    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-    if (result.stop_reason != agentkit::StopReason::answered)
-      fail("checkpoint run: unexpected stop " + std::string(to_string(result.stop_reason)) + " " +
-           (result.failure ? result.failure->message : std::string()));
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
 }
 
 int arg_or(int argc, char** argv, int i, int fallback) {
@@ -363,7 +342,7 @@ int main(int argc, char** argv) {
     std::printf("   %-50s %14s %22s\n", "store", "µs / iteration", "durability µs / iter");
     for (auto& row : rows) {
       if (row.before) row.before();
-      row.us = us_per_run(adder, k, row.runs, row.make);
+      row.us = us_per_run(adder, "record", k, row.runs, row.make);
       const double per_iter = row.us / k, added = (row.us - rows[0].us) / k;
       if (&row == &rows[0])
         std::printf("   %-50s %14.1f %22s\n", row.name, per_iter, "-");

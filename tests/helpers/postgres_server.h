@@ -15,7 +15,10 @@
 #pragma once
 
 #include <libpq-fe.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,7 +40,11 @@ class PostgresServer {
  public:
   static constexpr const char* kPasswordRole = "pw_user";
 
-  PostgresServer() : bin_(find_bin()) {
+  // `tls`: also listen on 127.0.0.1 (a free port: tcp_port()) for TLS
+  // connections only (hostssl; a plain TCP connection is refused), with a
+  // self-signed certificate for 127.0.0.1 and localhost (certificate()),
+  // made with the openssl command.
+  explicit PostgresServer(bool tls = false) : bin_(find_bin()) {
     std::string pattern = (std::filesystem::temp_directory_path() / "agentkit-pg-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("postgres server: mkdtemp failed");
     dir_ = pattern;
@@ -55,11 +62,20 @@ class PostgresServer {
       }
       run({(bin_ / "initdb").string(), "-D", data().string(), "-U", "agentkit", "-A", "trust", "-N", "-E", "UTF8",
            "--locale=C"});
+      if (tls) {
+        tcp_port_ = free_port();
+        run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", (data() / "server.key").string(),
+             "-out", certificate().string()});
+        run({"chmod", "600", (data() / "server.key").string()});  // the server refuses a key others may read
+      }
       std::ofstream(data() / "postgresql.conf", std::ios::app)
-          << "listen_addresses = ''\nunix_socket_directories = '" << dir_.string() << "'\nport = " << kPort
-          << "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n";
+          << "listen_addresses = '" << (tls ? "127.0.0.1" : "") << "'\nunix_socket_directories = '" << dir_.string()
+          << "'\nport = " << (tls ? tcp_port_ : kPort) << "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+          << (tls ? "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n" : "");
       std::ofstream(data() / "pg_hba.conf", std::ios::trunc)
-          << "local all " << kPasswordRole << " scram-sha-256\nlocal all all trust\n";
+          << "local all " << kPasswordRole << " scram-sha-256\nlocal all all trust\n"
+          << (tls ? "hostssl all all 127.0.0.1/32 trust\n" : "");
       start();
     } catch (...) {
       remove();
@@ -83,8 +99,13 @@ class PostgresServer {
 
   // A libpq connection string for `dbname` as the superuser `agentkit`.
   std::string conninfo(const std::string& dbname = "postgres") const {
-    return "host=" + dir_.string() + " port=" + std::to_string(kPort) + " user=agentkit dbname=" + dbname;
+    return "host=" + dir_.string() + " port=" + std::to_string(tcp_port_ ? tcp_port_ : kPort) +
+           " user=agentkit dbname=" + dbname;
   }
+  // A TLS server's TCP port on 127.0.0.1 (0 for one without TLS), and its
+  // certificate, which is its own certificate authority.
+  int tcp_port() const noexcept { return tcp_port_; }
+  std::filesystem::path certificate() const { return data() / "server.crt"; }
   const std::filesystem::path& socket_dir() const noexcept { return dir_; }
 
   // Runs `sql` (one or more statements) on a connection of its own as the
@@ -124,6 +145,20 @@ class PostgresServer {
 
   std::filesystem::path data() const { return dir_ / "data"; }
 
+  // A TCP port nothing listens on now (the kernel's pick for port 0).
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    if (fd >= 0) ::close(fd);
+    if (!ok) throw std::runtime_error("postgres server: no free TCP port on 127.0.0.1");
+    return ntohs(addr.sin_port);
+  }
+
   void pg_ctl(std::vector<std::string> args) const {
     args.insert(args.begin(), {(bin_ / "pg_ctl").string(), "-D", data().string(), "-w"});
     run(args);
@@ -162,6 +197,7 @@ class PostgresServer {
   std::filesystem::path bin_;
   std::filesystem::path dir_;
   std::vector<std::string> as_user_;
+  int tcp_port_ = 0;
 };
 
 // One connection, for what a test does beside the store under test (holding

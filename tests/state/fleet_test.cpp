@@ -119,6 +119,15 @@ struct Reports {
   }
 };
 
+// Starts `worker`, waits until `count` reports are in (up to a minute) and
+// stops it; the reports.
+std::vector<FleetRunReport> serve_until(FleetWorker& worker, Reports& reports, std::size_t count) {
+  worker.start();
+  auto seen = reports.until([count](const auto& all) { return all.size() >= count; });
+  worker.stop();
+  return seen;
+}
+
 std::size_t count_outcome(const std::vector<FleetRunReport>& reports, Outcome outcome) {
   std::size_t n = 0;
   for (const auto& r : reports) n += r.outcome == outcome;
@@ -304,9 +313,7 @@ TEST_CASE("fleet: a dead worker's run is recovered after its lease expires and i
   FleetWorker rescuer(
       fleet.queue(), {{"clerk", clerk}}, base,
       {.name = "rescuer", .scopes = {kA}, .lease = 5s, .heartbeat = 1s, .idle_wait = 100ms, .on_run = reports.sink()});
-  rescuer.start();
-  const auto seen = reports.until([](const auto& all) { return !all.empty(); });
-  rescuer.stop();
+  const auto seen = serve_until(rescuer, reports, 1);
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].outcome == Outcome::done);
   CHECK(seen[0].taken_over);
@@ -460,9 +467,7 @@ TEST_CASE("fleet: a worker stopped mid-call gives the run back and the next one 
 
   FleetWorker second(fleet.queue(), {{"clerk", clerk}}, base(),
                      {.name = "second", .scopes = {kA}, .on_run = reports.sink()});
-  second.start();
-  seen = reports.until([](const auto& all) { return all.size() >= 2; });
-  second.stop();
+  seen = serve_until(second, reports, 2);
   record.release();  // the first call may end now; nothing waits for it
   REQUIRE(seen.size() == 2);
   CHECK(seen[1].outcome == Outcome::done);
@@ -515,9 +520,7 @@ TEST_CASE("fleet: a worker whose lease was taken over lets the run go and the ne
   REQUIRE(queue->release("taker", taker));
   FleetWorker next(fleet.queue(), {{"clerk", clerk}}, base(),
                    {.name = "next", .scopes = {kA}, .on_run = reports.sink()});
-  next.start();
-  seen = reports.until([](const auto& all) { return all.size() >= 2; });
-  next.stop();
+  seen = serve_until(next, reports, 2);
   REQUIRE(seen.size() == 2);
   CHECK(seen[1].outcome == Outcome::done);
   REQUIRE(seen[1].result);

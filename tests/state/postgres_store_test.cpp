@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,7 @@
 #include <agentkit/state/postgres_store.h>
 
 #include "../helpers/postgres_server.h"
+#include "../helpers/temp_dir.h"
 
 namespace {
 
@@ -265,4 +267,56 @@ TEST_CASE("postgres: the pool opens at most pool_size connections", "[store][pos
   }
   for (auto& thread : threads) thread.join();
   CHECK(shared_postgres().sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + table + "'") == "2");
+}
+
+TEST_CASE("postgres: TLS and the standard libpq settings (URI, environment, sslmode, sslrootcert)", "[store][postgres]") {
+  // A server of its own that takes TCP connections on 127.0.0.1 over TLS only.
+  static PostgresServer tls(/*tls=*/true);
+  const std::string tcp = "host=127.0.0.1 port=" + std::to_string(tls.tcp_port()) + " user=agentkit dbname=postgres";
+  const auto works = [](PostgresStore store) {
+    store.put("k", "v");
+    const auto entry = store.get("k");
+    return entry && entry->value == "v";
+  };
+
+  SECTION("verify-full against the server's certificate as the root") {
+    CHECK(works(PostgresStore(tcp + " sslmode=verify-full sslrootcert=" + tls.certificate().string(), quick(fresh_table()))));
+  }
+  SECTION("a URI with sslmode=require") {
+    CHECK(works(PostgresStore("postgresql://agentkit@127.0.0.1:" + std::to_string(tls.tcp_port()) +
+                                  "/postgres?sslmode=require",
+                              quick(fresh_table()))));
+  }
+  SECTION("the libpq environment: PGHOST, PGPORT, PGUSER, PGDATABASE, PGSSLMODE, PGSSLROOTCERT") {
+    const std::vector<std::pair<const char*, std::string>> env{
+        {"PGHOST", "127.0.0.1"},          {"PGPORT", std::to_string(tls.tcp_port())},
+        {"PGUSER", "agentkit"},           {"PGDATABASE", "postgres"},
+        {"PGSSLMODE", "verify-full"},     {"PGSSLROOTCERT", tls.certificate().string()}};
+    for (const auto& [name, value] : env) ::setenv(name, value.c_str(), 1);
+    const bool ok = works(PostgresStore("", quick(fresh_table())));
+    for (const auto& [name, value] : env) ::unsetenv(name);
+    CHECK(ok);
+  }
+  SECTION("plain TCP is refused by the server, with a typed error") {
+    try {
+      PostgresStore store(tcp + " sslmode=disable", quick(fresh_table()));
+      FAIL("connected without TLS");
+    } catch (const StoreError& e) {
+      CHECK(e.code() == ErrorCode::unavailable);
+      CHECK_THAT(e.what(), Contains("127.0.0.1"));
+    }
+  }
+  SECTION("a server certificate from another authority is refused") {
+    agentkit_test::TempDir other;
+    const std::string cert = (other / "other.crt").string(), key = (other / "other.key").string();
+    REQUIRE(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -keyout " + key +
+                         " -out " + cert + " >/dev/null 2>&1")
+                            .c_str()) == 0);
+    try {
+      PostgresStore store(tcp + " sslmode=verify-full sslrootcert=" + cert, quick(fresh_table()));
+      FAIL("connected to a server whose certificate does not verify");
+    } catch (const StoreError& e) {
+      CHECK_THAT(e.what(), Contains("certificate"));
+    }
+  }
 }
