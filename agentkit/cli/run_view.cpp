@@ -103,10 +103,11 @@ SpanIndex load_spans(state::Store& store, const Scope& scope, const std::string&
   if (trace_id.empty()) return index;
   const auto add = [&](Span span, const std::string& where) {
     if (span.trace_id != trace_id) {
-      problems.push_back("span " + span.span_id + " in " + where + " belongs to another trace (" + span.trace_id + ")");
+      problems.push_back("span " + span.span_id.str() + " in " + where + " belongs to another trace (" +
+                         span.trace_id.str() + ")");
       return;
     }
-    const std::string id = span.span_id;
+    const std::string id = span.span_id.str();
     index.by_id.insert_or_assign(id, std::move(span));
   };
   for (const auto& [key, entry] : store.list(state::keys::trace_spans(scope, trace_id))) {
@@ -124,11 +125,11 @@ SpanIndex load_spans(state::Store& store, const Scope& scope, const std::string&
     }
   }
   for (const auto& [id, span] : index.by_id) {
-    index.children[span.parent_span_id].push_back(&span);
+    index.children[span.parent_span_id.str()].push_back(&span);
     if (operation(span) == "invoke_agent") index.invocations[text_attribute(span, "agentkit.run.id")].push_back(&span);
   }
   const auto by_start = [](const Span* a, const Span* b) {
-    return a->start != b->start ? a->start < b->start : a->span_id < b->span_id;
+    return a->start != b->start ? a->start < b->start : a->span_id.view() < b->span_id.view();
   };
   for (auto& [_, list] : index.children) std::sort(list.begin(), list.end(), by_start);
   for (auto& [_, list] : index.invocations) std::sort(list.begin(), list.end(), by_start);
@@ -200,7 +201,7 @@ class ViewBuilder {
     }
     Part extra;
     for (const auto& [run_id, list] : spans.invocations) {
-      if (std::any_of(list.begin(), list.end(), [&](const Span* s) { return spans.used.contains(s->span_id); })) continue;
+      if (std::any_of(list.begin(), list.end(), [&](const Span* s) { return spans.used.contains(s->span_id.str()); })) continue;
       Step step;
       step.kind = Step::Kind::tool;
       step.tool = "(call not stored)";
@@ -238,7 +239,7 @@ class ViewBuilder {
     if (auto it = spans.invocations.find(node.run_id); it != spans.invocations.end()) {
       for (const Span* s : it->second) {
         Part part;
-        part.span_id = s->span_id;
+        part.span_id = s->span_id.str();
         part.stored = true;
         part.resumed = flag_attribute(*s, "agentkit.run.resumed") || !parts.empty();
         part.start = s->start;
@@ -246,7 +247,7 @@ class ViewBuilder {
         part.stop_reason = text_attribute(*s, "agentkit.run.stop_reason");
         if (node.agent.empty()) node.agent = text_attribute(*s, "gen_ai.agent.name");
         if (node.agent_path.empty()) node.agent_path = text_attribute(*s, "agentkit.agent.path");
-        mark_used(spans, s->span_id);
+        mark_used(spans, s->span_id.str());
         parts.push_back(std::move(part));
       }
     }
@@ -279,9 +280,9 @@ class ViewBuilder {
   static void mark_used(const SpanIndex& spans, const std::string& id) { spans.used.insert(id); }
 
   Step make_step(const RunNode& node, const Span& s, const SpanIndex& spans, int depth) {
-    mark_used(spans, s.span_id);
+    mark_used(spans, s.span_id.str());
     Step step;
-    step.span_id = s.span_id;
+    step.span_id = s.span_id.str();
     step.timed = true;
     step.start = s.start;
     step.end = s.end;
@@ -327,7 +328,7 @@ class ViewBuilder {
     if (depth >= kMaxDepth) return step;
     // Sub-runs the call started: invoke_agent spans under it, one node per run.
     std::vector<std::string> sub_ids;
-    if (auto it = spans.children.find(s.span_id); it != spans.children.end()) {
+    if (auto it = spans.children.find(s.span_id.str()); it != spans.children.end()) {
       for (const Span* child : it->second) {
         if (operation(*child) != "invoke_agent") continue;
         const std::string id = text_attribute(*child, "agentkit.run.id");

@@ -141,8 +141,8 @@ Json fields(const ToolSpan& e) {
           {"name", e.tool},
           {"outcome", to_string(e.outcome)},
           {"duration_ms", millis(e.duration)},
-          {"span_id", e.span_id},
-          {"parent_span_id", e.parent_span_id}};
+          {"span_id", e.span_id.view()},
+          {"parent_span_id", e.parent_span_id.view()}};
 }
 Json fields(const RunSuspended& e) {
   Json pending = Json::array();

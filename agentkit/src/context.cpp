@@ -197,14 +197,14 @@ std::string RunContext::new_id(std::string_view prefix) {
 bool RunContext::continue_trace(std::string_view traceparent) {
   auto parent = trace::parse_traceparent(traceparent);
   if (!parent) return false;
-  trace_id = std::move(parent->trace_id);
-  parent_span_id = std::move(parent->span_id);
+  trace_id = parent->trace_id;
+  parent_span_id = parent->span_id;
   return true;
 }
 
 std::string RunContext::traceparent() const {
-  const std::string& span = call_span_id.empty() ? span_id : call_span_id;
-  if (!trace::valid_trace_id(trace_id) || !trace::valid_span_id(span)) return {};
+  const trace::SpanId& span = call_span_id.empty() ? span_id : call_span_id;
+  if (trace_id.empty() || span.empty()) return {};
   return trace::format_traceparent(trace_id, span);
 }
 

@@ -45,9 +45,9 @@ std::uint64_t next_bits() noexcept {
   return mix(detail::process_salt() + n * 0x9e3779b97f4a7c15ULL);
 }
 
-void append_hex(std::string& out, std::uint64_t v) {
+void write_hex(char* out, std::uint64_t v) noexcept {
   static constexpr char digits[] = "0123456789abcdef";
-  for (int shift = 60; shift >= 0; shift -= 4) out.push_back(digits[(v >> shift) & 0xf]);
+  for (int shift = 60; shift >= 0; shift -= 4) *out++ = digits[(v >> shift) & 0xf];
 }
 
 bool is_lower_hex(std::string_view s) noexcept {
@@ -65,22 +65,46 @@ bool valid_id(std::string_view id, std::size_t digits) noexcept {
 
 }  // namespace
 
-std::string new_trace_id() {
-  std::string id;
-  id.reserve(32);
-  std::uint64_t high = next_bits();
-  const std::uint64_t low = mix(high ^ detail::process_salt());
-  if (high == 0 && low == 0) high = 1;
-  append_hex(id, high);
-  append_hex(id, low);
+template <std::size_t N>
+std::optional<HexId<N>> HexId<N>::parse(std::string_view digits) noexcept {
+  if (!valid_id(digits, N)) return std::nullopt;
+  HexId id;
+  digits.copy(id.digits_, N);
+  id.set_ = true;
   return id;
 }
 
-std::string new_span_id() {
-  std::string id;
-  id.reserve(16);
-  std::uint64_t bits = next_bits();
-  append_hex(id, bits == 0 ? 1 : bits);
+template <std::size_t N>
+HexId<N>::HexId(std::string_view digits) {
+  if (digits.empty()) return;
+  auto id = parse(digits);
+  if (!id) {
+    throw Error(ErrorCode::invalid_argument, "'" + std::string(digits.substr(0, 64)) + "' is not a W3C " +
+                                                 (N == 32 ? "trace" : "span") + " id (" + std::to_string(N) +
+                                                 " lowercase hex digits, not all zeros)");
+  }
+  *this = *id;
+}
+
+template class HexId<32>;
+template class HexId<16>;
+
+TraceId new_trace_id() noexcept {
+  TraceId id;
+  std::uint64_t high = next_bits();
+  const std::uint64_t low = mix(high ^ detail::process_salt());
+  if (high == 0 && low == 0) high = 1;
+  write_hex(id.digits_, high);
+  write_hex(id.digits_ + 16, low);
+  id.set_ = true;
+  return id;
+}
+
+SpanId new_span_id() noexcept {
+  SpanId id;
+  const std::uint64_t bits = next_bits();
+  write_hex(id.digits_, bits == 0 ? 1 : bits);
+  id.set_ = true;
   return id;
 }
 
@@ -101,11 +125,7 @@ std::optional<TraceParent> parse_traceparent(std::string_view value) noexcept {
   const std::string_view flags = value.substr(53, 2);
   if (!valid_trace_id(trace_id) || !valid_span_id(span_id) || !is_lower_hex(flags)) return std::nullopt;
   const int low = flags[1] <= '9' ? flags[1] - '0' : flags[1] - 'a' + 10;
-  try {
-    return TraceParent{std::string(trace_id), std::string(span_id), (low & 1) != 0};
-  } catch (...) {
-    return std::nullopt;
-  }
+  return TraceParent{*TraceId::parse(trace_id), *SpanId::parse(span_id), (low & 1) != 0};
 }
 
 std::string format_traceparent(std::string_view trace_id, std::string_view span_id, bool sampled) {
@@ -180,9 +200,9 @@ Json to_json(const Span& span) {
   for (const auto& e : span.events) {
     events.push_back({{"name", e.name}, {"time_us", micros(e.time)}, {"attributes", attributes_json(e.attributes)}});
   }
-  Json j = {{"trace_id", span.trace_id},
-            {"span_id", span.span_id},
-            {"parent_span_id", span.parent_span_id},
+  Json j = {{"trace_id", span.trace_id.view()},
+            {"span_id", span.span_id.view()},
+            {"parent_span_id", span.parent_span_id.view()},
             {"name", span.name},
             {"kind", kKinds[static_cast<int>(span.kind)]},
             {"start_us", micros(span.start)},
@@ -197,13 +217,16 @@ Json to_json(const Span& span) {
 Span span_from_json(const Json& j) {
   try {
     Span span;
-    span.trace_id = j.at("trace_id").get<std::string>();
-    span.span_id = j.at("span_id").get<std::string>();
-    span.parent_span_id = j.at("parent_span_id").get<std::string>();
-    if (!valid_trace_id(span.trace_id) || !valid_span_id(span.span_id) ||
-        (!span.parent_span_id.empty() && !valid_span_id(span.parent_span_id))) {
+    const auto trace_id = TraceId::parse(j.at("trace_id").get<std::string>());
+    const auto span_id = SpanId::parse(j.at("span_id").get<std::string>());
+    const auto parent = j.at("parent_span_id").get<std::string>();
+    const auto parent_id = SpanId::parse(parent);
+    if (!trace_id || !span_id || (!parent.empty() && !parent_id)) {
       throw Error(ErrorCode::invalid_argument, "span: an id is not a W3C trace or span id");
     }
+    span.trace_id = *trace_id;
+    span.span_id = *span_id;
+    if (parent_id) span.parent_span_id = *parent_id;
     span.name = j.at("name").get<std::string>();
     span.kind = enum_from<SpanKind>(j, "kind", kKinds);
     span.start = from_micros(j, "start_us");

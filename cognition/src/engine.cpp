@@ -189,7 +189,7 @@ struct CallSlot {
   ToolRequest request;
   RunContext ctx;  // the call's own: its token is a child of the run's
   ToolResult result;
-  std::string span_id;  // its execute_tool span when traced
+  trace::SpanId span_id;  // its execute_tool span when traced
   // When the tool body started and returned (written before `finished`).
   std::chrono::system_clock::time_point started_at{}, ended_at{};
   std::atomic<int> stage{not_started};  // result is written before `finished`
@@ -1399,7 +1399,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         // A call abandoned mid-run has no end of its own: the run's stop is it.
         const auto ended = calls[k].ended_at == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now()
                                                                                          : calls[k].ended_at;
-        tracer_.tool_finished(std::move(calls[k].span_id), call, calls[k].request.tool.get(), r->status, text,
+        tracer_.tool_finished(calls[k].span_id, call, calls[k].request.tool.get(), r->status, text,
                               calls[k].started_at, ended);
       }
       if (r->status == ToolResult::Status::awaiting_approval) {

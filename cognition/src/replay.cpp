@@ -30,7 +30,7 @@ class ReplayKeys {
       if (auto it = by_run_.find(ctx.correlation_id); it != by_run_.end()) return it->second;
     }
     std::string key;
-    auto parent = by_span_.find(ctx.parent_span_id);
+    auto parent = by_span_.find(ctx.parent_span_id.view());
     if (!ctx.parent_span_id.empty() && parent != by_span_.end() && !ctx.call_key.empty()) {
       const std::string base = parent->second + "/" + ctx.call_key;
       const int n = ++children_[base];
@@ -39,7 +39,7 @@ class ReplayKeys {
       key = "run" + std::to_string(++top_);
     }
     if (!ctx.correlation_id.empty()) by_run_[ctx.correlation_id] = key;
-    if (!ctx.span_id.empty()) by_span_.emplace(ctx.span_id, key);
+    if (!ctx.span_id.empty()) by_span_.emplace(ctx.span_id.str(), key);
     return key;
   }
   int next_step(const std::string& key) {
@@ -49,7 +49,8 @@ class ReplayKeys {
 
  private:
   std::mutex mutex_;
-  std::map<std::string, std::string> by_run_, by_span_;
+  std::map<std::string, std::string> by_run_;
+  std::map<std::string, std::string, std::less<>> by_span_;
   std::map<std::string, int> steps_, children_;
   int top_ = 0;
 };

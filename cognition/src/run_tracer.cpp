@@ -65,11 +65,11 @@ void fail(Span& span, const Failure& failure) {
 
 }  // namespace
 
-Span RunTracer::open(std::string name, trace::SpanKind kind, std::string parent) const {
+Span RunTracer::open(std::string name, trace::SpanKind kind, trace::SpanId parent) const {
   Span span;
   span.trace_id = s_->trace_id;
   span.span_id = trace::new_span_id();
-  span.parent_span_id = std::move(parent);
+  span.parent_span_id = parent;
   span.name = std::move(name);
   span.kind = kind;
   span.start = Clock::now();
@@ -100,22 +100,21 @@ void RunTracer::start(RunContext& ctx, RunState& state, const Agent& agent, cons
   s_->durable = durable;
   s_->content = s_->sink && s_->sink->capture_content();
   // A sub-run's trace parent is the call that started it; its events' is the run.
-  std::string parent = std::exchange(ctx.call_span_id, {});
+  trace::SpanId parent = std::exchange(ctx.call_span_id, {});
   if (parent.empty()) parent = ctx.parent_span_id;
   if (!state.trace_id.empty()) {
     // A resumed (or recovered) run: the trace its first part began.
-    s_->trace_id = state.trace_id;
-    parent = state.trace_span_id;
+    s_->trace_id = trace::TraceId(state.trace_id);  // checked when the state loaded
+    parent = trace::SpanId(state.trace_span_id);
   } else {
-    s_->trace_id = trace::valid_trace_id(ctx.trace_id) ? ctx.trace_id : trace::new_trace_id();
-    if (!trace::valid_span_id(parent)) parent.clear();  // a parent of another trace is no parent
+    s_->trace_id = ctx.trace_id.empty() ? trace::new_trace_id() : ctx.trace_id;
   }
   ctx.trace_id = s_->trace_id;
   s_->run = open("invoke_agent " + agent.name(), trace::SpanKind::internal, std::move(parent));
   ctx.span_id = s_->run.span_id;
   if (state.trace_id.empty()) {
-    state.trace_id = s_->trace_id;
-    state.trace_span_id = s_->run.span_id;
+    state.trace_id = s_->trace_id.str();
+    state.trace_span_id = s_->run.span_id.str();
   }
   if (model) s_->provider = model->provider();
   s_->request_model = request_model(agent.model(), s_->provider);
@@ -160,7 +159,7 @@ std::string_view RunTracer::model_started(const ModelRequest& request) {
   if (s_->chat_traceparent.empty()) {
     s_->chat_traceparent = trace::format_traceparent(s_->trace_id, span.span_id);
   } else {
-    s_->chat_traceparent.replace(36, span.span_id.size(), span.span_id);  // "00-" <32 digits> "-" <span id>
+    s_->chat_traceparent.replace(36, span.span_id.size(), span.span_id.view());  // "00-" <32 digits> "-" <span id>
   }
   s_->chat = std::move(span);
   return s_->chat_traceparent;
@@ -196,14 +195,14 @@ void RunTracer::model_failed(const Failure& failure, const Usage& usage) {
   s_->chat.reset();
 }
 
-std::string RunTracer::tool_span_id() const { return on() ? trace::new_span_id() : std::string(); }
+trace::SpanId RunTracer::tool_span_id() const { return on() ? trace::new_span_id() : trace::SpanId(); }
 
-void RunTracer::tool_finished(std::string span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
+void RunTracer::tool_finished(trace::SpanId span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
                               std::string_view text, Clock::time_point start, Clock::time_point end) {
   if (!on()) return;
   Span span;
   span.trace_id = s_->trace_id;
-  span.span_id = span_id.empty() ? trace::new_span_id() : std::move(span_id);
+  span.span_id = span_id.empty() ? trace::new_span_id() : span_id;
   span.parent_span_id = s_->run.span_id;
   span.name = "execute_tool " + call.name;
   span.attributes.reserve(12);  // as open() does

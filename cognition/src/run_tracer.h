@@ -43,10 +43,10 @@ class RunTracer {
 
   // A new execute_tool span id for a call about to start ("" when not
   // traced): a sub-run the tool starts hangs under it.
-  std::string tool_span_id() const;
+  trace::SpanId tool_span_id() const;
   // Ends the call's execute_tool span. `decided`: an approval decision
   // applied as the run resumed is added as an event.
-  void tool_finished(std::string span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
+  void tool_finished(trace::SpanId span_id, const ToolCall& call, const Tool* tool, CallStatus outcome,
                      std::string_view text, Clock::time_point start, Clock::time_point end);
   // A human's decision on a call, applied as the run resumes: an event on
   // the call's next execute_tool span (a rejected call gets a span of its
@@ -67,7 +67,7 @@ class RunTracer {
   void run_abandoned();
 
  private:
-  trace::Span open(std::string name, trace::SpanKind kind, std::string parent) const;
+  trace::Span open(std::string name, trace::SpanKind kind, trace::SpanId parent) const;
   void end(trace::Span&& span);
   void end_run(const std::optional<Failure>& failure);
 
@@ -79,7 +79,7 @@ class RunTracer {
     bool ended = false;    // the invoke_agent span has ended
     bool content = false;
     std::vector<trace::Span> stored;
-    std::string trace_id;
+    trace::TraceId trace_id;
     trace::Span run;
     std::optional<trace::Span> chat;
     std::string chat_traceparent;

@@ -31,21 +31,6 @@ int hex_digit(char c) {
   return -1;
 }
 
-// The bytes of a valid id (lowercase hex, not all zeros); empty otherwise,
-// which leaves the field out: a collector refuses an id of the wrong length.
-std::string id_bytes(std::string_view hex, bool trace_id) {
-  if (!(trace_id ? trace::valid_trace_id(hex) : trace::valid_span_id(hex))) return {};
-  std::string out(hex.size() / 2, '\0');
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<char>(hex_digit(hex[2 * i]) * 16 + hex_digit(hex[2 * i + 1]));
-  }
-  return out;
-}
-
-std::string_view valid_hex(std::string_view hex, bool trace_id) {
-  return (trace_id ? trace::valid_trace_id(hex) : trace::valid_span_id(hex)) ? hex : std::string_view();
-}
-
 // OTLP's enum values (opentelemetry-proto trace/v1 Span.SpanKind, Status.StatusCode).
 int span_kind(trace::SpanKind kind) {
   switch (kind) {
@@ -199,6 +184,18 @@ void write_resource(ProtoWriter& w, std::span<const Attribute> resource) {
   w.message(1, [&] { write_attributes(w, 1, resource); });  // Resource: attributes 1
 }
 
+// An id's bytes, written as a bytes field; nothing for no id (a root
+// span's parent).
+template <std::size_t N>
+void id_field(ProtoWriter& w, int field, const trace::HexId<N>& id) {
+  char bytes[N / 2];
+  const std::string_view hex = id.view();
+  for (std::size_t i = 0; i < hex.size() / 2; ++i) {
+    bytes[i] = static_cast<char>(hex_digit(hex[2 * i]) * 16 + hex_digit(hex[2 * i + 1]));
+  }
+  w.bytes_field(field, std::string_view(bytes, hex.size() / 2));
+}
+
 void write_scope(ProtoWriter& w) {
   w.message(1, [&] {  // InstrumentationScope: name 1, version 2
     w.string_field(1, kOtlpScopeName);
@@ -207,9 +204,9 @@ void write_scope(ProtoWriter& w) {
 }
 
 void write_span(ProtoWriter& w, const Span& span) {
-  w.bytes_field(1, id_bytes(span.trace_id, true));
-  w.bytes_field(2, id_bytes(span.span_id, false));
-  w.bytes_field(4, id_bytes(span.parent_span_id, false));
+  id_field(w, 1, span.trace_id);
+  id_field(w, 2, span.span_id);
+  id_field(w, 4, span.parent_span_id);
   w.string_field(5, span.name);
   w.varint_field(6, static_cast<std::uint64_t>(span_kind(span.kind)));
   w.fixed64_field(7, unix_nanos(span.start));
@@ -381,18 +378,14 @@ void json_resource_and_scope_start(JsonWriter& w, std::span<const Attribute> res
 void json_span(JsonWriter& w, const Span& span) {
   bool first = true;
   w.raw("{");
-  if (auto id = valid_hex(span.trace_id, true); !id.empty()) {
-    w.key("traceId", first);
-    w.string(id);
-  }
-  if (auto id = valid_hex(span.span_id, false); !id.empty()) {
-    w.key("spanId", first);
-    w.string(id);
-  }
-  if (auto id = valid_hex(span.parent_span_id, false); !id.empty()) {
-    w.key("parentSpanId", first);
-    w.string(id);
-  }
+  const auto id = [&](const char* key, std::string_view hex) {
+    if (hex.empty()) return;
+    w.key(key, first);
+    w.string(hex);
+  };
+  id("traceId", span.trace_id);
+  id("spanId", span.span_id);
+  id("parentSpanId", span.parent_span_id);
   w.key("name", first);
   w.string(span.name);
   w.key("kind", first);

@@ -780,7 +780,7 @@ TEST_CASE("the HTML page runs in headless Chromium without errors, injects nothi
     (model ? models : tools) += 1;
     INFO(span.name << " " << span.span_id);
     CHECK(std::regex_search(dom.out, std::regex("<div class=\"row step\" data-kind=\"" + std::string(model ? "model" : "tool") +
-                                                "\"[^>]* data-span=\"" + span.span_id + "\"")));
+                                                "\"[^>]* data-span=\"" + span.span_id.str() + "\"")));
   }
   CHECK(models == 6);  // four of the support agent, two of the researcher
   CHECK(tools == 6);   // lookup, photo, research, search, refund asked, refund run

@@ -325,7 +325,7 @@ TEST_CASE("emit() stamps what the emitter left unset and keeps what it set", "[e
     ctx.emit(agentkit::Progress{"bare"});  // all four fields empty: no source
     ctx.correlation_id = "run-1";
     ctx.agent_path = "host/desk";
-    ctx.span_id = "span-1";
+    ctx.span_id = agentkit::trace::SpanId("00000000000000a1");
     ctx.emit(agentkit::Progress{"named"});
     const auto events = observer->snapshot();
     REQUIRE(events.size() == 2);
@@ -334,7 +334,7 @@ TEST_CASE("emit() stamps what the emitter left unset and keeps what it set", "[e
     CHECK(info_of(events[0]).run_id().empty());
     CHECK(info_of(events[1]).run_id() == "run-1");
     CHECK(info_of(events[1]).agent_path() == "host/desk");
-    CHECK(info_of(events[1]).span_id() == "span-1");
+    CHECK(info_of(events[1]).span_id() == "00000000000000a1");
     CHECK(info_of(events[1]).parent_span_id().empty());
   }
   SECTION("a cached source is shared while it matches, and rebuilt when a field changes") {
@@ -343,12 +343,12 @@ TEST_CASE("emit() stamps what the emitter left unset and keeps what it set", "[e
     ctx.refresh_event_source();
     ctx.emit(agentkit::Progress{"a"});
     ctx.emit(agentkit::Progress{"b"});
-    ctx.span_id = "span-2";
+    ctx.span_id = agentkit::trace::SpanId("00000000000000a2");
     ctx.emit(agentkit::Progress{"c"});
     const auto events = ctx.events->drain();
     REQUIRE(events.size() == 3);
     CHECK(info_of(events[0]).source == info_of(events[1]).source);
-    CHECK(info_of(events[2]).span_id() == "span-2");
+    CHECK(info_of(events[2]).span_id() == "00000000000000a2");
     CHECK(observer->snapshot().empty());
   }
   SECTION("set fields are kept") {

@@ -856,7 +856,7 @@ TEST_CASE("tracing(): emits a ToolSpan per call", "[middleware]") {
   Invoker invoker({agentkit::tracing()});
   auto ctx = run_ctx();
   ctx.events = std::make_shared<agentkit::EventQueue>();
-  ctx.span_id = "span-run";
+  ctx.span_id = agentkit::trace::SpanId("00000000000000aa");
 
   invoker.invoke_tool(lookup.request({{"q", "x"}}, "c1"), ctx);
   invoker.invoke_tool(lookup.request({{"q", "y"}}, "c2"), ctx);
@@ -870,10 +870,10 @@ TEST_CASE("tracing(): emits a ToolSpan per call", "[middleware]") {
   CHECK(first.tool == "lookup");
   CHECK(first.call_id == "c1");
   CHECK(first.outcome == agentkit::CallStatus::ok);
-  CHECK(first.parent_span_id == "span-run");
-  CHECK(first.info.span_id() == "span-run");  // the run's span; the call's is the span's own
+  CHECK(first.parent_span_id == "00000000000000aa");
+  CHECK(first.info.span_id() == "00000000000000aa");  // the run's span; the call's is the span's own
   CHECK_FALSE(first.span_id.empty());
-  CHECK(first.span_id != "span-run");
+  CHECK(first.span_id != "00000000000000aa");
   CHECK(second.call_id == "c2");
   CHECK(second.span_id != first.span_id);
 }

@@ -76,8 +76,8 @@ agentkit::ToolPtr refund_tool() {
 TEST_CASE("trace ids are W3C ids: lowercase hex, never all zeros, unique", "[trace]") {
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
-    const std::string t = agentkit::trace::new_trace_id();
-    const std::string s = agentkit::trace::new_span_id();
+    const std::string t = agentkit::trace::new_trace_id().str();
+    const std::string s = agentkit::trace::new_span_id().str();
     CHECK(agentkit::trace::valid_trace_id(t));
     CHECK(agentkit::trace::valid_span_id(s));
     CHECK(seen.insert(t).second);
@@ -86,6 +86,52 @@ TEST_CASE("trace ids are W3C ids: lowercase hex, never all zeros, unique", "[tra
   CHECK_FALSE(agentkit::trace::valid_trace_id(std::string(32, '0')));
   CHECK_FALSE(agentkit::trace::valid_span_id("00f067aa0BA902b7"));  // upper case
   CHECK_FALSE(agentkit::trace::valid_span_id("00f067aa0ba902b"));   // short
+}
+
+TEST_CASE("TraceId and SpanId hold only W3C ids, inline; anything else is refused typed", "[trace]") {
+  using agentkit::trace::SpanId;
+  using agentkit::trace::TraceId;
+  const SpanId none;
+  CHECK(none.empty());
+  CHECK(none.view().empty());
+  CHECK(SpanId("").empty());  // empty is no id
+  const TraceId t("4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(t.size() == 32);
+  CHECK(t == "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(t.str() == "4bf92f3577b34da6a3ce929d0e0e4736");
+  TraceId copy = t;
+  CHECK(copy == t);
+  copy.clear();
+  CHECK(copy.empty());
+  CHECK(copy != t);
+  CHECK(SpanId("00f067aa0ba902b7") != SpanId("00f067aa0ba902b8"));
+  for (const char* bad : {"00f067aa0BA902b7", "00f067aa0ba902b", "00f067aa0ba902b77", "0000000000000000",
+                          "00f067aa0ba902g7", "span-1"}) {
+    INFO(bad);
+    CHECK_FALSE(SpanId::parse(bad));
+    try {
+      SpanId id(bad);
+      FAIL("accepted");
+    } catch (const agentkit::Error& e) {
+      CHECK(e.code() == agentkit::ErrorCode::invalid_argument);
+    }
+  }
+  CHECK_FALSE(TraceId::parse("00f067aa0ba902b7"));  // a span id is no trace id
+  CHECK_FALSE(SpanId::parse(""));
+  CHECK(SpanId::parse("00f067aa0ba902b7")->view() == "00f067aa0ba902b7");
+  // A span as JSON keeps its ids; a tampered one is refused.
+  agentkit::trace::Span span;
+  span.trace_id = t;
+  span.span_id = SpanId("00f067aa0ba902b7");
+  Json j = agentkit::trace::to_json(span);
+  CHECK(j["parent_span_id"] == "");
+  CHECK(agentkit::trace::span_from_json(j).span_id == span.span_id);
+  CHECK(agentkit::trace::span_from_json(j).parent_span_id.empty());
+  for (const char* field : {"trace_id", "span_id", "parent_span_id"}) {
+    Json tampered = j;
+    tampered[field] = "0000000000000000";
+    CHECK_THROWS_AS(agentkit::trace::span_from_json(tampered), agentkit::Error);
+  }
 }
 
 TEST_CASE("traceparent: parsed as the W3C standard says, anything else refused", "[trace]") {
@@ -375,8 +421,8 @@ TEST_CASE("a tool that fails: its span carries the outcome as error.type", "[tra
 TEST_CASE("a trace id in a stored state is checked like every field", "[trace][run_state]") {
   agentkit::RunState s;
   s.run_id = "r";
-  s.trace_id = agentkit::trace::new_trace_id();
-  s.trace_span_id = agentkit::trace::new_span_id();
+  s.trace_id = agentkit::trace::new_trace_id().str();
+  s.trace_span_id = agentkit::trace::new_span_id().str();
   Json doc = s.to_json();
   CHECK(agentkit::RunState::from_json(doc).trace_id == s.trace_id);
   CHECK(agentkit::RunState::from_json(doc).trace_span_id == s.trace_span_id);
@@ -407,7 +453,7 @@ TEST_CASE("a durable run stores its spans with its checkpoints, tracer or not", 
       std::map<std::string, Span> by_id;
       for (const Json& j : Json::parse(stored[0].second.value)) {
         Span s = agentkit::trace::span_from_json(j);
-        by_id.emplace(s.span_id, std::move(s));
+        by_id.emplace(s.span_id.str(), std::move(s));
       }
       REQUIRE(by_id.size() == 4);  // invoke_agent, two chats, one execute_tool
       const auto doc = Json::parse(ctx.store->get(agentkit::state::keys::run(ctx.scope, result.state.run_id))->value);
@@ -420,8 +466,8 @@ TEST_CASE("a durable run stores its spans with its checkpoints, tracer or not", 
       if (traced) {
         // The sink saw exactly what the store keeps.
         for (const Span& s : spans->spans()) {
-          REQUIRE(by_id.count(s.span_id) == 1);
-          CHECK(agentkit::trace::to_json(by_id.at(s.span_id)) == agentkit::trace::to_json(s));
+          REQUIRE(by_id.count(s.span_id.str()) == 1);
+          CHECK(agentkit::trace::to_json(by_id.at(s.span_id.str())) == agentkit::trace::to_json(s));
         }
       }
     }

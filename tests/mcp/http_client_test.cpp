@@ -463,8 +463,8 @@ TEST_CASE("http: a traced call carries its traceparent in _meta and as a header,
   });
   auto client = connect_http(server.url(), {}, false);
   auto traced = agentkit::testing::make_test_ctx();
-  traced.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
-  traced.span_id = "00f067aa0ba902b7";
+  traced.trace_id = agentkit::trace::TraceId("4bf92f3577b34da6a3ce929d0e0e4736");
+  traced.span_id = agentkit::trace::SpanId("00f067aa0ba902b7");
   const std::string expected = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   REQUIRE(traced.traceparent() == expected);
   auto untraced = agentkit::testing::make_test_ctx();

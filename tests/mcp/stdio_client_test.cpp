@@ -539,8 +539,8 @@ TEST_CASE("stdio: a traced call carries its traceparent in _meta beside the prog
           "[trace]") {
   auto client = connect(fake_server());
   auto traced = testing::make_test_ctx();
-  traced.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
-  traced.span_id = "00f067aa0ba902b7";
+  traced.trace_id = agentkit::trace::TraceId("4bf92f3577b34da6a3ce929d0e0e4736");
+  traced.span_id = agentkit::trace::SpanId("00f067aa0ba902b7");
   const std::string expected = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   REQUIRE(traced.traceparent() == expected);
   auto untraced = testing::make_test_ctx();

@@ -46,6 +46,8 @@ using agentkit::providers::OtlpOptions;
 using agentkit::providers::OtlpProtocol;
 using agentkit::trace::Attribute;
 using agentkit::trace::Span;
+using agentkit::trace::SpanId;
+using agentkit::trace::TraceId;
 using agentkit::trace::SpanEvent;
 using agentkit::trace::SpanKind;
 using agentkit::trace::SpanStatus;
@@ -66,10 +68,10 @@ std::chrono::system_clock::time_point at_ns(std::int64_t ns) {
 
 constexpr std::int64_t kT0 = 1'700'000'000'000'000'000;  // 2023-11-14, in ns
 constexpr std::int64_t kMs = 1'000'000;
-const std::string kTraceId = "4bf92f3577b34da6a3ce929d0e0e4736";
-const std::string kAgentId = "00f067aa0ba902b7";
-const std::string kChatId = "b7ad6b7169203331";
-const std::string kToolId = "53995c3f42cd8ad8";
+const TraceId kTraceId("4bf92f3577b34da6a3ce929d0e0e4736");
+const SpanId kAgentId("00f067aa0ba902b7");
+const SpanId kChatId("b7ad6b7169203331");
+const SpanId kToolId("53995c3f42cd8ad8");
 
 Span agent_span() {
   Span s;
@@ -86,11 +88,11 @@ Span agent_span() {
 }
 
 // A model call: 1.2 s, 120 tokens in, 30 out.
-Span chat_span(std::string span_id = kChatId, std::int64_t duration_ms = 1200, std::int64_t input = 120,
+Span chat_span(SpanId span_id = kChatId, std::int64_t duration_ms = 1200, std::int64_t input = 120,
                std::int64_t output = 30) {
   Span s;
   s.trace_id = kTraceId;
-  s.span_id = std::move(span_id);
+  s.span_id = span_id;
   s.parent_span_id = kAgentId;
   s.name = "chat gpt-4o";
   s.kind = SpanKind::client;
@@ -112,7 +114,7 @@ Span chat_span(std::string span_id = kChatId, std::int64_t duration_ms = 1200, s
 Span failed_chat_span() {
   Span s;
   s.trace_id = kTraceId;
-  s.span_id = "c0ffee00c0ffee01";
+  s.span_id = SpanId("c0ffee00c0ffee01");
   s.parent_span_id = kAgentId;
   s.name = "chat gpt-4o";
   s.kind = SpanKind::client;
@@ -237,8 +239,8 @@ TEST_CASE("otlp protobuf: the envelope of an empty request is exactly the hand-c
 
 TEST_CASE("otlp protobuf: a tiny span's fields are the hand-computed bytes", "[otlp]") {
   Span s;
-  s.trace_id = "0102030405060708090a0b0c0d0e0f10";
-  s.span_id = "1112131415161718";
+  s.trace_id = TraceId("0102030405060708090a0b0c0d0e0f10");
+  s.span_id = SpanId("1112131415161718");
   s.name = "s";
   s.kind = SpanKind::client;
   s.start = at_ns(1000);
@@ -261,12 +263,11 @@ TEST_CASE("otlp protobuf: a tiny span's fields are the hand-computed bytes", "[o
   CHECK(agentkit::providers::encode_traces_protobuf(std::span(&s, 1), {}).find(bytes({0x12, 0x45}) + span) !=
         std::string::npos);
 
-  SECTION("a parent span id is field 4; an invalid id is left out") {
-    s.parent_span_id = "2122232425262728";
-    s.span_id = "not-an-id";
+  SECTION("a parent span id is field 4") {
+    s.parent_span_id = SpanId("2122232425262728");
     const std::string parent = bytes({0x22, 0x08, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28});
-    const std::string expected = span.substr(0, 18) + parent + span.substr(28);
-    CHECK(agentkit::providers::encode_traces_protobuf(std::span(&s, 1), {}).find(bytes({0x12, 0x45}) + expected) !=
+    const std::string expected = span.substr(0, 28) + parent + span.substr(28);
+    CHECK(agentkit::providers::encode_traces_protobuf(std::span(&s, 1), {}).find(bytes({0x12, 0x4f}) + expected) !=
           std::string::npos);
   }
 }
@@ -287,9 +288,9 @@ TEST_CASE("otlp/json: the mapping's shape (hex ids, camelCase, int64 as strings,
   CHECK(ss["scope"]["name"] == "agentkit");
   CHECK(ss["schemaUrl"] == "https://opentelemetry.io/schemas/1.41.0");
   const Json& span = ss["spans"].at(0);
-  CHECK(span["traceId"] == kTraceId);
-  CHECK(span["spanId"] == kToolId);
-  CHECK(span["parentSpanId"] == kAgentId);
+  CHECK(span["traceId"] == kTraceId.view());
+  CHECK(span["spanId"] == kToolId.view());
+  CHECK(span["parentSpanId"] == kAgentId.view());
   CHECK(span["kind"] == 1);
   CHECK(span["startTimeUnixNano"] == std::to_string(kT0 + 1400 * kMs));
   CHECK(span["endTimeUnixNano"] == std::to_string(kT0 + 1900 * kMs));
@@ -322,7 +323,7 @@ TEST_CASE("otlp metrics: model-call spans become cumulative GenAI histograms per
   CHECK_FALSE(metrics.record(tool_span()));
   CHECK(metrics.empty());
   CHECK(metrics.record(chat_span()));                             // 1.2 s, 120 in, 30 out
-  CHECK(metrics.record(chat_span("b7ad6b7169203332", 10, 2000, 5)));  // same attributes: 0.01 s, 2000 in, 5 out
+  CHECK(metrics.record(chat_span(SpanId("b7ad6b7169203332"), 10, 2000, 5)));  // same attributes: 0.01 s, 2000 in, 5 out
   CHECK(metrics.record(failed_chat_span()));                      // 0.05 s, error.type timeout, 10 in
 
   const auto histograms = metrics.collect(at_ns(kT0 + 5000 * kMs));
@@ -543,7 +544,7 @@ TEST_CASE("otlp exporter: spans and metrics reach a receiver decoding with OpenT
   o.schedule_delay = 60s;  // only the flush sends
   OtlpExporter exporter(o);
   exporter.on_end(chat_span());
-  exporter.on_end(chat_span("b7ad6b7169203332", 10, 2000, 5));
+  exporter.on_end(chat_span(SpanId("b7ad6b7169203332"), 10, 2000, 5));
   exporter.on_end(failed_chat_span());
   exporter.on_end(tool_span());
   exporter.on_end(agent_span());
@@ -574,13 +575,13 @@ TEST_CASE("otlp exporter: spans and metrics reach a receiver decoding with OpenT
 
   const Json& spans = rs["scopeSpans"][0]["spans"];
   REQUIRE(spans.size() == 5);
-  const Json* agent = find_by(spans, "spanId", kAgentId);
-  const Json* chat = find_by(spans, "spanId", kChatId);
-  const Json* tool = find_by(spans, "spanId", kToolId);
+  const Json* agent = find_by(spans, "spanId", kAgentId.str());
+  const Json* chat = find_by(spans, "spanId", kChatId.str());
+  const Json* tool = find_by(spans, "spanId", kToolId.str());
   REQUIRE(agent);
   REQUIRE(chat);
   REQUIRE(tool);
-  for (const auto& s : spans) CHECK(s["traceId"] == kTraceId);
+  for (const auto& s : spans) CHECK(s["traceId"] == kTraceId.view());
 
   CHECK((*agent)["name"] == "invoke_agent support");
   CHECK((*agent)["kind"] == 1);  // INTERNAL
@@ -591,7 +592,7 @@ TEST_CASE("otlp exporter: spans and metrics reach a receiver decoding with OpenT
 
   CHECK((*chat)["name"] == "chat gpt-4o");
   CHECK((*chat)["kind"] == 3);  // CLIENT
-  CHECK((*chat)["parentSpanId"] == kAgentId);
+  CHECK((*chat)["parentSpanId"] == kAgentId.view());
   const Json& chat_attributes = (*chat)["attributes"];
   CHECK(attribute(chat_attributes, "gen_ai.operation.name") == Json{{"stringValue", "chat"}});
   CHECK(attribute(chat_attributes, "gen_ai.provider.name") == Json{{"stringValue", "openai"}});
@@ -604,7 +605,7 @@ TEST_CASE("otlp exporter: spans and metrics reach a receiver decoding with OpenT
   CHECK((!chat->contains("status") || (*chat)["status"].value("code", 0) == 0));  // UNSET
 
   CHECK((*tool)["name"] == "execute_tool refund");
-  CHECK((*tool)["parentSpanId"] == kAgentId);
+  CHECK((*tool)["parentSpanId"] == kAgentId.view());
   CHECK(attribute((*tool)["attributes"], "gen_ai.tool.name") == Json{{"stringValue", "refund"}});
   REQUIRE((*tool)["events"].size() == 1);
   const Json& event = (*tool)["events"][0];
@@ -691,7 +692,7 @@ TEST_CASE("otlp exporter: spans and metrics reach a receiver decoding with OpenT
   SECTION("metrics are cumulative, and sent again only when new values were recorded") {
     REQUIRE(exporter.flush(8s));
     CHECK(receiver.requests("/v1/metrics").size() == 1);
-    exporter.on_end(chat_span("b7ad6b7169203333", 100, 1, 1));
+    exporter.on_end(chat_span(SpanId("b7ad6b7169203333"), 100, 1, 1));
     REQUIRE(exporter.flush(8s));
     const auto later = receiver.requests("/v1/metrics");
     REQUIRE(later.size() == 2);

@@ -690,8 +690,8 @@ TEST_CASE("REST tool: a traced call sends traceparent on every hop, in place of 
                          .header("Traceparent", declared)
                          .build();
   Harness h;
-  h.ctx.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
-  h.ctx.span_id = "00f067aa0ba902b7";
+  h.ctx.trace_id = agentkit::trace::TraceId("4bf92f3577b34da6a3ce929d0e0e4736");
+  h.ctx.span_id = agentkit::trace::SpanId("00f067aa0ba902b7");
   const std::string expected = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   REQUIRE(h.ctx.traceparent() == expected);
   REQUIRE(h.invoke(plain, {{"city", "Lisbon"}}).status == Status::ok);        // two hops

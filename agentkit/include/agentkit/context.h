@@ -237,22 +237,22 @@ class RunContext {
   // type this lacks fails at its start.
   std::shared_ptr<const Dependencies> dependencies;
   std::shared_ptr<spdlog::logger> logger;  // where library code logs; null: nowhere (never spdlog's default)
-  // The run's span (16 hex digits, set by the engine) and the span it
+  // The run's span (set by the engine) and the span it
   // hangs under: the span of the run that started it; for a top-level run,
   // the caller's (continue_trace()). Events carry both.
-  std::string span_id;
-  std::string parent_span_id;
+  trace::SpanId span_id;
+  trace::SpanId parent_span_id;
   // Set by the engine for a tool body when the run has a trace: the call's
   // execute_tool span. A sub-run the tool starts hangs its trace under it,
   // and traceparent() names it, so a REST or MCP peer joins the trace there.
-  std::string call_span_id;
+  trace::SpanId call_span_id;
   // Where this run's spans go (<agentkit/trace.h>): shared by its sub-runs.
   // Null: the run makes no spans and costs nothing for them.
   std::shared_ptr<trace::SpanSink> tracer;
-  // The W3C trace (32 hex digits) the run's spans belong to. Empty: a run
+  // The W3C trace the run's spans belong to. Empty: a run
   // with a tracer starts a new trace; a resumed run continues the one its
   // state records. Set it with continue_trace() to join a caller's trace.
-  std::string trace_id;
+  trace::TraceId trace_id;
   // Joins the trace of a W3C `traceparent` value (an incoming request's):
   // trace_id and parent_span_id become its trace and span, so the next run
   // started from this context hangs under the caller's span. False, and

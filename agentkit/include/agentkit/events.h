@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <agentkit/messages.h>
+#include <agentkit/trace_ids.h>
 
 namespace agentkit {
 
@@ -49,8 +50,8 @@ std::string_view to_string(ApprovalVerdict verdict) noexcept;
 struct EventSource {
   std::string run_id;          // the emitting run's id (its RunContext::correlation_id)
   std::string agent_path;      // the agent's name; "parent/child" for a sub-run
-  std::string span_id;         // the emitting run's span
-  std::string parent_span_id;  // the span of the run that started it; empty for a top-level run
+  trace::SpanId span_id;         // the emitting run's span
+  trace::SpanId parent_span_id;  // the span of the run that started it; empty for a top-level run
 };
 
 // What every event carries besides its own fields, as its last member
@@ -78,9 +79,9 @@ struct EventInfo {
   std::string_view agent_path() const noexcept {
     return source ? std::string_view(source->agent_path) : std::string_view();
   }
-  std::string_view span_id() const noexcept { return source ? std::string_view(source->span_id) : std::string_view(); }
+  std::string_view span_id() const noexcept { return source ? source->span_id.view() : std::string_view(); }
   std::string_view parent_span_id() const noexcept {
-    return source ? std::string_view(source->parent_span_id) : std::string_view();
+    return source ? source->parent_span_id.view() : std::string_view();
   }
 };
 
@@ -138,8 +139,8 @@ struct ToolCallFinished {
 // `span_id` is the call's own, `parent_span_id` the run's (info.span_id()).
 // `outcome` is the call's status; error also for a call that threw.
 struct ToolSpan {
-  std::string span_id;
-  std::string parent_span_id;
+  trace::SpanId span_id;
+  trace::SpanId parent_span_id;
   std::string tool;
   std::string call_id;
   CallStatus outcome = CallStatus::ok;

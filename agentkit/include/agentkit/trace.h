@@ -28,21 +28,14 @@
 #include <vector>
 
 #include <agentkit/json.h>
+#include <agentkit/trace_ids.h>
 
 namespace agentkit::trace {
 
-// W3C Trace Context ids, lowercase hex: 32 digits for a trace, 16 for a
-// span, never all zeros. Random (64 random bits per process, drawn again in
-// a forked child, mixed with a counter): unique without a lock.
-std::string new_trace_id();
-std::string new_span_id();
-bool valid_trace_id(std::string_view id) noexcept;
-bool valid_span_id(std::string_view id) noexcept;
-
 // A `traceparent` header's fields.
 struct TraceParent {
-  std::string trace_id;
-  std::string span_id;  // the caller's span: the parent of what comes next
+  TraceId trace_id;
+  SpanId span_id;  // the caller's span: the parent of what comes next
   bool sampled = true;
 };
 // Parses a W3C `traceparent` value ("00-<trace id>-<span id>-<flags>"; a
@@ -94,9 +87,9 @@ struct SpanEvent {
 
 // An ended span, as the sink receives it.
 struct Span {
-  std::string trace_id;        // 32 hex digits
-  std::string span_id;         // 16 hex digits
-  std::string parent_span_id;  // empty for a root span
+  TraceId trace_id;
+  SpanId span_id;
+  SpanId parent_span_id;  // empty for a root span
   std::string name;            // "chat gpt-4o", "execute_tool refund", ...
   SpanKind kind = SpanKind::internal;
   std::chrono::system_clock::time_point start{};
