@@ -88,7 +88,7 @@ TEST_CASE("trace ids are W3C ids: lowercase hex, never all zeros, unique", "[tra
   CHECK_FALSE(agentkit::trace::valid_span_id("00f067aa0ba902b"));   // short
 }
 
-TEST_CASE("TraceId and SpanId hold only W3C ids, inline; anything else is refused typed", "[trace]") {
+TEST_CASE("TraceId and SpanId hold only W3C ids, inline, and refuse anything else typed", "[trace]") {
   using agentkit::trace::SpanId;
   using agentkit::trace::TraceId;
   const SpanId none;
