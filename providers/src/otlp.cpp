@@ -285,6 +285,7 @@ struct OtlpExporter::Impl {
         ring(options.max_queue_size),
         capacity(options.max_queue_size),
         batch(std::min(options.max_export_batch_size, options.max_queue_size)) {
+    outgoing.reserve(batch);
     for (const auto& [name, value] : options.headers) secrets.add(value);
     request_headers = options.headers;
     request_headers.emplace_back("content-type", options.protocol == OtlpProtocol::http_json
@@ -298,7 +299,8 @@ struct OtlpExporter::Impl {
   void export_metrics();
   // Posts one request; false (logged, counted) when it failed.
   // `what` names the payload ("3 spans"), `outcome` what a failure means for it.
-  bool post(const std::string& url, std::string body, std::string_view what, std::string_view outcome);
+  // `payload` is lent to the request and handed back, so its buffer is reused.
+  bool post(const std::string& url, std::string& payload, std::string_view what, std::string_view outcome);
   // `text` with no configured header value in it: redacted, or withheld
   // when a value too short for the redactor still shows.
   std::string scrub(std::string text) const;
@@ -315,6 +317,11 @@ struct OtlpExporter::Impl {
   GenAiMetrics metrics;      // export thread only
   bool metrics_dirty = false;
   std::uint64_t dropped_reported = 0;
+  // The export thread's batch and request body, reused from one export to
+  // the next: allocating them per batch made the thread's malloc arena grow
+  // and shrink (mprotect, madvise) under the run's thread.
+  std::vector<trace::Span> outgoing;
+  std::string body;
 
   std::mutex mutex;  // guards everything below but the counters
   std::condition_variable wake;      // the export thread waits on it
@@ -365,16 +372,15 @@ void OtlpExporter::Impl::run() {
     }
     if (size >= batch || (draining && taken < drain_target)) {
       const std::size_t n = std::min(size, batch);
-      std::vector<trace::Span> spans;
-      spans.reserve(n);
       for (std::size_t i = 0; i < n; ++i) {
-        spans.push_back(std::move(ring[head]));
+        outgoing.push_back(std::move(ring[head]));
         head = (head + 1) % capacity;
       }
       size -= n;
       taken += n;
       lock.unlock();
-      export_spans(spans);
+      export_spans(outgoing);
+      outgoing.clear();
       lock.lock();
       continue;
     }
@@ -411,10 +417,13 @@ void OtlpExporter::Impl::export_spans(std::vector<trace::Span>& spans) {
   if (options.export_metrics) {
     for (const auto& span : spans) metrics_dirty |= metrics.record(span);
   }
-  std::string body = options.protocol == OtlpProtocol::http_json ? encode_traces_json(spans, resource)
-                                                                 : encode_traces_protobuf(spans, resource);
+  if (options.protocol == OtlpProtocol::http_json) {
+    encode_traces_json(spans, resource, body);
+  } else {
+    encode_traces_protobuf(spans, resource, body);
+  }
   const std::string what = spans.size() == 1 ? "1 span" : std::to_string(spans.size()) + " spans";
-  if (post(traces_url, std::move(body), what, "dropped")) {
+  if (post(traces_url, body, what, "dropped")) {
     exported.fetch_add(spans.size(), std::memory_order_relaxed);
   }
 }
@@ -423,15 +432,21 @@ void OtlpExporter::Impl::export_metrics() {
   if (!metrics_dirty) return;
   metrics_dirty = false;
   const auto histograms = metrics.collect(std::chrono::system_clock::now());
-  std::string body = options.protocol == OtlpProtocol::http_json ? encode_metrics_json(histograms, resource)
-                                                                 : encode_metrics_protobuf(histograms, resource);
+  std::string payload = options.protocol == OtlpProtocol::http_json ? encode_metrics_json(histograms, resource)
+                                                                    : encode_metrics_protobuf(histograms, resource);
   // The values are cumulative: a failed export is made good by the next one.
-  if (!post(metrics_url, std::move(body), "metrics", "their values go with the next export")) metrics_dirty = true;
+  if (!post(metrics_url, payload, "metrics", "their values go with the next export")) metrics_dirty = true;
 }
 
-bool OtlpExporter::Impl::post(const std::string& url, std::string body, std::string_view what,
+bool OtlpExporter::Impl::post(const std::string& url, std::string& payload, std::string_view what,
                               std::string_view outcome) {
-  HttpRequest request{.method = "POST", .url = url, .headers = request_headers, .body = std::move(body)};
+  HttpRequest request{.method = "POST", .url = url, .headers = request_headers, .body = std::move(payload)};
+  // The buffer goes back to the caller, whatever the outcome, to be reused.
+  struct GiveBack {
+    std::string& to;
+    std::string& from;
+    ~GiveBack() { to = std::move(from); }
+  } give_back{payload, request.body};
   // The deadline bounds the retries too; `cancel` ends it at a shutdown deadline.
   const CancellationToken deadline = cancel.child(Steady::now() + options.export_timeout);
   try {

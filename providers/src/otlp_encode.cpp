@@ -512,8 +512,9 @@ std::string encode_request(Body&& body) {
 
 // ------------------------------------------------------------ public API
 
-std::string encode_traces_protobuf(std::span<const Span> spans, std::span<const Attribute> resource) {
-  return encode_request([&](std::string& out) {
+void encode_traces_protobuf(std::span<const Span> spans, std::span<const Attribute> resource, std::string& out) {
+  out.clear();
+  {
     ProtoWriter w(out);
     w.message(1, [&] {  // ExportTraceServiceRequest.resource_spans 1
       write_resource(w, resource);  // ResourceSpans.resource 1
@@ -523,11 +524,12 @@ std::string encode_traces_protobuf(std::span<const Span> spans, std::span<const 
         w.string_field(3, kOtlpSchemaUrl);                                           // ScopeSpans.schema_url 3
       });
     });
-  });
+  }
 }
 
-std::string encode_traces_json(std::span<const Span> spans, std::span<const Attribute> resource) {
-  return encode_request([&](std::string& out) {
+void encode_traces_json(std::span<const Span> spans, std::span<const Attribute> resource, std::string& out) {
+  out.clear();
+  {
     JsonWriter w(out);
     w.raw("{\"resourceSpans\":[");
     json_resource_and_scope_start(w, resource, "scopeSpans");
@@ -538,7 +540,19 @@ std::string encode_traces_json(std::span<const Span> spans, std::span<const Attr
       json_span(w, span);
     }
     w.raw("]}]}]}");
-  });
+  }
+}
+
+std::string encode_traces_protobuf(std::span<const Span> spans, std::span<const Attribute> resource) {
+  std::string out;
+  encode_traces_protobuf(spans, resource, out);
+  return out;
+}
+
+std::string encode_traces_json(std::span<const Span> spans, std::span<const Attribute> resource) {
+  std::string out;
+  encode_traces_json(spans, resource, out);
+  return out;
 }
 
 std::string encode_metrics_protobuf(std::span<const OtlpHistogram> histograms, std::span<const Attribute> resource) {

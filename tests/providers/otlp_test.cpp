@@ -262,6 +262,12 @@ TEST_CASE("otlp protobuf: a tiny span's fields are the hand-computed bytes", "[o
   // parent_span_id (4).
   CHECK(agentkit::providers::encode_traces_protobuf(std::span(&s, 1), {}).find(bytes({0x12, 0x45}) + span) !=
         std::string::npos);
+  // Into a buffer: what was in it goes first.
+  std::string buffer = "left over from the last export";
+  agentkit::providers::encode_traces_protobuf(std::span(&s, 1), {}, buffer);
+  CHECK(buffer == agentkit::providers::encode_traces_protobuf(std::span(&s, 1), {}));
+  agentkit::providers::encode_traces_json(std::span(&s, 1), {}, buffer);
+  CHECK(buffer == agentkit::providers::encode_traces_json(std::span(&s, 1), {}));
 
   SECTION("a parent span id is field 4") {
     s.parent_span_id = SpanId("2122232425262728");
@@ -718,6 +724,15 @@ TEST_CASE("otlp exporter: a full batch is sent at once, a partial one on the sch
     exporter.on_end(plain_span(3));
     CHECK(eventually([&] { return receiver.spans().size() == 3; }));
     CHECK(receiver.requests("/v1/traces").size() == 1);
+  }
+  SECTION("each batch's request carries that batch alone (the exporter reuses one body buffer)") {
+    o.schedule_delay = 60s;
+    OtlpExporter exporter(o);
+    for (int i = 1; i <= 6; ++i) exporter.on_end(plain_span(i));
+    CHECK(eventually([&] { return receiver.requests("/v1/traces").size() == 2; }));
+    std::this_thread::sleep_for(100ms);
+    CHECK(receiver.spans().size() == 6);
+    CHECK(exporter.exported_spans() == 6);
   }
   SECTION("the schedule sends a partial batch without a flush") {
     o.schedule_delay = 200ms;

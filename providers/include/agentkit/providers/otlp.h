@@ -156,6 +156,11 @@ std::vector<trace::Attribute> otlp_resource(const OtlpOptions& options);
 // strings, enums as integers, non-finite doubles as "NaN" / "Infinity").
 std::string encode_traces_protobuf(std::span<const trace::Span> spans, std::span<const trace::Attribute> resource);
 std::string encode_traces_json(std::span<const trace::Span> spans, std::span<const trace::Attribute> resource);
+// The same into `out` (cleared first), so an exporter reuses one buffer.
+void encode_traces_protobuf(std::span<const trace::Span> spans, std::span<const trace::Attribute> resource,
+                            std::string& out);
+void encode_traces_json(std::span<const trace::Span> spans, std::span<const trace::Attribute> resource,
+                        std::string& out);
 
 // One point of a histogram: the values recorded under one attribute set.
 struct OtlpHistogramPoint {
