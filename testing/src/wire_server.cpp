@@ -95,6 +95,7 @@ struct WireServer::Impl {
   std::deque<Response> queue;
   Handler handler;
   std::vector<Request> requests;
+  bool recording = true;
   std::size_t request_count = 0;
   std::size_t connections = 0;
   struct Connection {
@@ -184,7 +185,7 @@ struct WireServer::Impl {
     std::size_t number = 0;
     {
       std::lock_guard lock(mutex);
-      requests.push_back(request);
+      if (recording) requests.push_back(request);
       number = ++request_count;
       h = handler;
       if (!h && !queue.empty()) {
@@ -270,6 +271,11 @@ void WireServer::set_handler(Handler handler) {
 std::vector<WireServer::Request> WireServer::requests() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->requests;
+}
+
+void WireServer::record_requests(bool on) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->recording = on;
 }
 
 std::size_t WireServer::connections_accepted() const {

@@ -71,6 +71,7 @@ int main() {
   // traced, its spans exported over OTLP/HTTP to a loopback receiver
   // (reps alternate, so both see the same machine).
   agentkit::testing::WireServer receiver;
+  receiver.record_requests(false);  // 30 traced runs send ~20 MB of spans
   receiver.set_handler([](const agentkit::testing::WireServer::Request&) {
     return agentkit::testing::WireServer::Response{.status = 200, .headers = {{"content-type", "application/x-protobuf"}}};
   });

@@ -243,7 +243,11 @@ class GenAiMetrics {
 // on_end() moves the span into a bounded queue under a mutex and returns: it
 // never waits for the network, never logs, and wakes the export thread only
 // when the queue reaches a batch; otherwise the thread wakes every
-// schedule_delay. A full queue drops the span (dropped_spans()). An export
+// schedule_delay. An exported span goes back to the producers: each
+// on_end() also destroys up to two exported spans, on the caller's thread
+// and outside the lock, so a span's memory is freed by the kind of thread
+// that made it (what none took within a schedule delay, the export thread
+// destroys). A full queue drops the span (dropped_spans()). An export
 // that fails (connection refused, a non-2xx status after the transport's
 // bounded retries, export_timeout) is logged on the options' logger without
 // any header value, counted (failed_exports()) and its batch dropped; it is

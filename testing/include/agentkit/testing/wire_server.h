@@ -61,7 +61,11 @@ class WireServer {
   void enqueue(Response response);
   void set_handler(Handler handler);
 
+  // Every request so far, bodies included. record_requests(false) keeps
+  // none (requests() stays empty; request numbers still count): a benchmark
+  // sending megabytes must not grow the process by what it sends.
   std::vector<Request> requests() const;
+  void record_requests(bool on);
   std::size_t connections_accepted() const;  // keep-alive reuse shows as fewer connections than requests
 
   // Splits an SSE/NDJSON body into chunks of `size` bytes (for streamed responses).
