@@ -37,6 +37,7 @@
 
 #include "add_script.h"
 #include "peer_process.h"
+#include "quickest_cpu.h"
 
 namespace {
 
@@ -113,12 +114,14 @@ int run_agentkit(int k, double process_origin_ms) {
 
 // --- the comparison (the parent process) ---
 
-std::optional<Figures> measure(const Runtime& runtime, int k, const std::filesystem::path& peers) {
+// `cpu`: where agentkit's process runs (the JS peers, whose runtimes keep
+// helper threads, keep every CPU).
+std::optional<Figures> measure(const Runtime& runtime, int k, const std::filesystem::path& peers, int cpu) {
   const std::string ks = std::to_string(k);
   const std::vector<std::string> argv = runtime.script.empty()
                                             ? std::vector<std::string>{"/proc/self/exe", "--agentkit", ks}
                                             : std::vector<std::string>{"node", (peers / runtime.script).string(), ks};
-  const auto output = run_child(kWho, argv);
+  const auto output = bench::on_cpu(runtime.script.empty() ? cpu : -1, [&] { return run_child(kWho, argv); });
   return output ? parse_figures(kWho, *output, runtime.name, k) : std::nullopt;
 }
 
@@ -168,6 +171,7 @@ int compare() {
     return 1;
   }
   std::printf("Peer comparison: a scripted model asks for add(a, b) K times, then answers; each row is one process.\n");
+  const bench::Calibration calibration = bench::calibrate_cpus();
   const std::string load_before = load_average();
   std::map<std::pair<int, std::string>, std::optional<Figures>> results;
   bool ok = true;
@@ -175,19 +179,20 @@ int compare() {
   for (const auto& runtime : kRuntimes) {
     std::printf("warming up %s\n", runtime.name.c_str());
     std::fflush(stdout);
-    ok = measure(runtime, 1, peers).has_value() && ok;
+    ok = measure(runtime, 1, peers, calibration.cpu).has_value() && ok;
   }
   for (const int k : kIterationCounts) {
     for (const auto& runtime : kRuntimes) {
       std::printf("running %s, K=%d\n", runtime.name.c_str(), k);
       std::fflush(stdout);
-      auto& figures = results[{k, runtime.name}] = measure(runtime, k, peers);
+      auto& figures = results[{k, runtime.name}] = measure(runtime, k, peers, calibration.cpu);
       ok = ok && figures.has_value();
     }
   }
   print_table(results);
   std::printf("%ld cores; 1-minute load average %s before, %s after.\n", sysconf(_SC_NPROCESSORS_ONLN),
               load_before.c_str(), load_average().c_str());
+  std::printf("agentkit on %s\n", calibration.cpu < 0 ? "any CPU" : calibration.summary.c_str());
   return ok ? 0 : 1;
 }
 

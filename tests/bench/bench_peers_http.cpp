@@ -62,6 +62,7 @@
 #include <agentkit/testing/test_context.h>
 
 #include "peer_process.h"
+#include "quickest_cpu.h"
 
 namespace {
 
@@ -769,8 +770,10 @@ std::optional<Json> stop_server(ServerProcess& server) {
   }
 }
 
+// `cpu`: where agentkit's and the floors' processes run (the JS peers, whose
+// runtimes keep helper threads, and the server keep every CPU).
 std::optional<Figures> measure(const Runtime& runtime, int k, int port, bool stream, const fs::path& peers,
-                               const fs::path& dir) {
+                               const fs::path& dir, int cpu) {
   const std::string ks = std::to_string(k);
   const std::string ps = std::to_string(port);
   std::vector<std::string> argv;
@@ -783,7 +786,7 @@ std::optional<Figures> measure(const Runtime& runtime, int k, int port, bool str
     argv = {"node", (peers / runtime.script).string(), ks, "http://127.0.0.1:" + ps};
   }
   if (stream) argv.push_back("stream");
-  const auto output = run_child(kWho, argv);
+  const auto output = bench::on_cpu(runtime.script.empty() ? cpu : -1, [&] { return run_child(kWho, argv); });
   auto figures = output ? parse_figures(kWho, *output, runtime.name, k) : std::nullopt;
   if (figures && !runtime.script.empty() && figures->line.value("mode", "") != (stream ? "http-stream" : "http")) {
     std::fprintf(stderr, "%s: %s did not run in HTTP mode\n", kWho, runtime.script.c_str());
@@ -889,6 +892,7 @@ int compare(bool stream) {
   std::printf("Peer comparison over HTTP: the add workload through each runtime's OpenAI Chat Completions client\n"
               "against one loopback server (127.0.0.1:%d, its own process); each row is one process.\n",
               server->port);
+  const bench::Calibration calibration = bench::calibrate_cpus();
   const std::string load_before = load_average();
   Results results;
   bool ok = true;
@@ -896,13 +900,13 @@ int compare(bool stream) {
   for (const auto& runtime : kRuntimes) {
     std::printf("warming up %s\n", runtime.label.c_str());
     std::fflush(stdout);
-    ok = measure(runtime, 1, server->port, stream, peers, dir).has_value() && ok;
+    ok = measure(runtime, 1, server->port, stream, peers, dir, calibration.cpu).has_value() && ok;
   }
   for (const int k : kIterationCounts) {
     for (const auto& runtime : kRuntimes) {
       std::printf("running %s, K=%d\n", runtime.label.c_str(), k);
       std::fflush(stdout);
-      auto& figures = results[{k, runtime.name}] = measure(runtime, k, server->port, stream, peers, dir);
+      auto& figures = results[{k, runtime.name}] = measure(runtime, k, server->port, stream, peers, dir, calibration.cpu);
       ok = ok && figures.has_value();
     }
   }
@@ -915,6 +919,7 @@ int compare(bool stream) {
   }
   std::printf("%ld cores; 1-minute load average %s before, %s after.\n", sysconf(_SC_NPROCESSORS_ONLN),
               load_before.c_str(), load_average().c_str());
+  std::printf("agentkit and the floors on %s\n", calibration.cpu < 0 ? "any CPU" : calibration.summary.c_str());
   if (!met) std::printf("%s: agentkit misses a target against curl multi\n", kWho);
   return ok ? 0 : 1;
 }

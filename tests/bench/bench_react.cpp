@@ -86,7 +86,7 @@ int main() {
   };
   auto dropping = std::make_shared<DroppingSink>();
   // Every rep on one CPU (the receiver and the export thread keep both).
-  const bench::PinnedCpu pinned = bench::pin_to_quickest_cpu();
+  const std::string pinned = bench::pin_to_quickest_cpu();
   std::vector<double> per_iteration, growth, traced_per_iteration, built_per_iteration;
   for (int rep = 0; rep < 45; ++rep) {
     const bool traced = rep % 3 == 1, built = rep % 3 == 2;
@@ -170,7 +170,7 @@ int main() {
   std::printf("%-58s %10.0f %8s\n", "10,000 concurrent 10-iteration runs, wall ms", wall_ms, "-");
   std::printf("%-58s %10.1f %8s\n", "peak RSS growth per run, KB (history included)", kb_per_run, "< 16");
   std::printf("runs answered: %d/%d\n", answered, kRuns);
-  std::printf("%s\n", pinned.summary.c_str());
+  std::printf("%s\n", pinned.c_str());
   std::printf("spans exported: %llu of %d, dropped or failed: %llu\n", static_cast<unsigned long long>(exported),
               15 * 2002, static_cast<unsigned long long>(dropped));
   const bool ok = us <= 3 && traced_us - us <= 1 && ratio <= 1.2 && kb_per_run < 16 && answered == kRuns &&
