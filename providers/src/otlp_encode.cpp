@@ -72,15 +72,24 @@ class ProtoWriter {
   explicit ProtoWriter(std::string& out) : out_(out) {}
 
   void varint(std::uint64_t v) {
+    if (v < 0x80) {
+      out_.push_back(static_cast<char>(v));
+      return;
+    }
+    char bytes[10];
+    std::size_t n = 0;
     while (v >= 0x80) {
-      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      bytes[n++] = static_cast<char>((v & 0x7f) | 0x80);
       v >>= 7;
     }
-    out_.push_back(static_cast<char>(v));
+    bytes[n++] = static_cast<char>(v);
+    out_.append(bytes, n);
   }
   void tag(int field, WireType type) { varint((static_cast<std::uint64_t>(field) << 3) | type); }
   void fixed64_raw(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    out_.append(bytes, 8);
   }
 
   // Singular proto3 fields at their default value are left out, as every
@@ -122,25 +131,30 @@ class ProtoWriter {
     for (auto v : values) fixed64_raw(std::bit_cast<std::uint64_t>(v));
   }
 
-  // A length-delimited sub-message written in place: a 5-byte length
-  // placeholder (enough for any size below 4 GiB) is replaced by the real
-  // varint once the body is known, so nothing is encoded twice.
+  // A length-delimited sub-message written in place: a one-byte length
+  // placeholder, enough for most sub-messages (an attribute, a value), is
+  // widened once the body is known to be 128 bytes or more (a span, the
+  // envelope), which moves that body up once. Nothing is encoded twice and
+  // every length is the shortest varint, as protobuf encoders write it.
   template <class Body>
   void message(int field, Body&& body) {
     tag(field, kLen);
     const std::size_t at = out_.size();
-    out_.append(5, '\0');
+    out_.push_back('\0');
     body();
-    std::uint64_t size = out_.size() - at - 5;
-    char length[5];
+    std::uint64_t size = out_.size() - at - 1;
+    if (size < 0x80) {
+      out_[at] = static_cast<char>(size);
+      return;
+    }
+    char length[10];
     std::size_t n = 0;
-    do {
-      length[n] = static_cast<char>(size & 0x7f);
+    while (size >= 0x80) {
+      length[n++] = static_cast<char>((size & 0x7f) | 0x80);
       size >>= 7;
-      if (size) length[n] = static_cast<char>(length[n] | 0x80);
-      ++n;
-    } while (size && n < 5);
-    out_.replace(at, 5, length, n);
+    }
+    length[n++] = static_cast<char>(size);
+    out_.replace(at, 1, length, n);
   }
 
  private:

@@ -480,6 +480,30 @@ TEST_CASE("sanitize_utf8 replaces each ill-formed sequence as canonical_dump doe
   CHECK_NOTHROW(clean.dump());
 }
 
+TEST_CASE("is_valid_utf8 judges a sequence the same at every offset in ASCII text", "[agent][utf8]") {
+  // ASCII is checked eight bytes at a time: each sequence, valid or not, at
+  // every position relative to those eight-byte words, and at the end.
+  const std::vector<std::string> valid = {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF", "\x7F"};
+  const std::vector<std::string> invalid = {"\xff",         "\x80",         "\xc0\xaf",     "\xed\xa0\x80", "\xe2\x82",
+                                            "\xf4\x90\x80\x80", "\xe0\x80\xaf", "\xf0\x9f\x98", "\xc3(",       "\xf8\x88\x80\x80\x80"};
+  for (std::size_t before = 0; before <= 17; ++before) {
+    for (std::size_t after : {std::size_t{0}, std::size_t{1}, std::size_t{9}}) {
+      const std::string pre(before, 'a'), post(after, 'z');
+      for (const auto& seq : valid) {
+        CAPTURE(before, after, seq);
+        CHECK(agentkit::is_valid_utf8(pre + seq + post));
+      }
+      for (const auto& seq : invalid) {
+        CAPTURE(before, after, seq);
+        CHECK_FALSE(agentkit::is_valid_utf8(pre + seq + post));
+      }
+    }
+  }
+  CHECK(agentkit::is_valid_utf8(""));
+  CHECK(agentkit::is_valid_utf8(std::string(64, 'x')));
+  CHECK_FALSE(agentkit::is_valid_utf8(std::string(64, 'x') + "\x80" + std::string(64, 'x')));
+}
+
 TEST_CASE("text that is not UTF-8 is replaced where it enters a run, and the run completes", "[agent][utf8]") {
   const std::string fffd = "\xEF\xBF\xBD";
   const std::string png = "\x89PNG\r\n\x1a\n\xff\xfe";
