@@ -528,33 +528,29 @@ std::string encode_request(Body&& body) {
 
 void encode_traces_protobuf(std::span<const Span> spans, std::span<const Attribute> resource, std::string& out) {
   out.clear();
-  {
-    ProtoWriter w(out);
-    w.message(1, [&] {  // ExportTraceServiceRequest.resource_spans 1
-      write_resource(w, resource);  // ResourceSpans.resource 1
-      w.message(2, [&] {            // ResourceSpans.scope_spans 2
-        write_scope(w);             // ScopeSpans.scope 1
-        for (const auto& span : spans) w.message(2, [&] { write_span(w, span); });  // ScopeSpans.spans 2
-        w.string_field(3, kOtlpSchemaUrl);                                           // ScopeSpans.schema_url 3
-      });
+  ProtoWriter w(out);
+  w.message(1, [&] {  // ExportTraceServiceRequest.resource_spans 1
+    write_resource(w, resource);  // ResourceSpans.resource 1
+    w.message(2, [&] {            // ResourceSpans.scope_spans 2
+      write_scope(w);             // ScopeSpans.scope 1
+      for (const auto& span : spans) w.message(2, [&] { write_span(w, span); });  // ScopeSpans.spans 2
+      w.string_field(3, kOtlpSchemaUrl);                                           // ScopeSpans.schema_url 3
     });
-  }
+  });
 }
 
 void encode_traces_json(std::span<const Span> spans, std::span<const Attribute> resource, std::string& out) {
   out.clear();
-  {
-    JsonWriter w(out);
-    w.raw("{\"resourceSpans\":[");
-    json_resource_and_scope_start(w, resource, "scopeSpans");
-    w.raw(",\"spans\":[");
-    bool first = true;
-    for (const auto& span : spans) {
-      w.separator(first);
-      json_span(w, span);
-    }
-    w.raw("]}]}]}");
+  JsonWriter w(out);
+  w.raw("{\"resourceSpans\":[");
+  json_resource_and_scope_start(w, resource, "scopeSpans");
+  w.raw(",\"spans\":[");
+  bool first = true;
+  for (const auto& span : spans) {
+    w.separator(first);
+    json_span(w, span);
   }
+  w.raw("]}]}]}");
 }
 
 std::string encode_traces_protobuf(std::span<const Span> spans, std::span<const Attribute> resource) {

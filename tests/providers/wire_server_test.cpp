@@ -103,6 +103,22 @@ TEST_CASE("WireServer records method, path, lower-cased headers and body", "[wir
   CHECK(requests[0].body == R"({"model":"m"})");
 }
 
+TEST_CASE("WireServer with record_requests(false) answers and keeps no request", "[wire_server]") {
+  WireServer server;
+  server.enqueue(ok(R"({"n":1})"));
+  server.enqueue(ok(R"({"n":2})"));
+  server.enqueue(ok(R"({"n":3})"));
+  agentkit::providers::Transport transport;
+  const agentkit::providers::HttpRequest request{"POST", server.base_url() + "/v1/traces", {}, std::string(4096, 'x')};
+  server.record_requests(false);
+  CHECK(transport.send(request).body == R"({"n":1})");
+  CHECK(transport.send(request).body == R"({"n":2})");
+  CHECK(server.requests().empty());
+  server.record_requests(true);
+  CHECK(transport.send(request).body == R"({"n":3})");
+  CHECK(server.requests().size() == 1);
+}
+
 TEST_CASE("WireServer reads chunked request bodies", "[wire_server]") {
   WireServer server;
   server.enqueue(ok("{}"));
