@@ -892,7 +892,6 @@ int compare(bool stream) {
   std::printf("Peer comparison over HTTP: the add workload through each runtime's OpenAI Chat Completions client\n"
               "against one loopback server (127.0.0.1:%d, its own process); each row is one process.\n",
               server->port);
-  const bench::Calibration calibration = bench::calibrate_cpus();
   const std::string load_before = load_average();
   Results results;
   bool ok = true;
@@ -900,9 +899,13 @@ int compare(bool stream) {
   for (const auto& runtime : kRuntimes) {
     std::printf("warming up %s\n", runtime.label.c_str());
     std::fflush(stdout);
-    ok = measure(runtime, 1, server->port, stream, peers, dir, calibration.cpu).has_value() && ok;
+    ok = measure(runtime, 1, server->port, stream, peers, dir, -1).has_value() && ok;
   }
+  // Which CPU is quicker changes within minutes: found again for each K.
+  std::vector<std::string> cpus;
   for (const int k : kIterationCounts) {
+    const bench::Calibration calibration = bench::calibrate_cpus();
+    cpus.push_back("K=" + std::to_string(k) + ": " + (calibration.cpu < 0 ? "any CPU" : calibration.summary));
     for (const auto& runtime : kRuntimes) {
       std::printf("running %s, K=%d\n", runtime.label.c_str(), k);
       std::fflush(stdout);
@@ -919,7 +922,8 @@ int compare(bool stream) {
   }
   std::printf("%ld cores; 1-minute load average %s before, %s after.\n", sysconf(_SC_NPROCESSORS_ONLN),
               load_before.c_str(), load_average().c_str());
-  std::printf("agentkit and the floors on %s\n", calibration.cpu < 0 ? "any CPU" : calibration.summary.c_str());
+  std::printf("agentkit and the floors on\n");
+  for (const auto& line : cpus) std::printf("  %s\n", line.c_str());
   if (!met) std::printf("%s: agentkit misses a target against curl multi\n", kWho);
   return ok ? 0 : 1;
 }

@@ -30,10 +30,17 @@ namespace peer_bench {
 using Clock = std::chrono::steady_clock;
 
 // The repetition policy; tests/bench/peers/harness.mjs uses the same numbers:
-// one warm-up run of min(K, kWarmupIterations) iterations, then 1 to kMaxReps
-// timed runs of K, stopping once kBudgetMs of timed runs have been spent.
+// warm-up runs of min(K, kWarmupIterations) iterations, at least
+// kWarmupRuns of them and kWarmupIterations iterations in all; then timed
+// runs of K until kMinReps runs and kMinTimedIterations iterations are
+// timed, or kBudgetMs of timed runs are spent (at least one run, at most
+// kMaxReps). A short run (K = 10 is a few tens of µs in agentkit) is timed
+// many times, so its median is not one cold run's.
 constexpr int kWarmupIterations = 100;
-constexpr int kMaxReps = 25;
+constexpr int kWarmupRuns = 5;
+constexpr int kMinReps = 25;
+constexpr int kMinTimedIterations = 1000;
+constexpr int kMaxReps = 1000;
 constexpr double kBudgetMs = 3000;
 constexpr auto kChildTimeout = std::chrono::minutes(10);
 constexpr const char* kSpawnEnv = "AGENTKIT_BENCH_SPAWN_EPOCH_MS";
@@ -83,9 +90,17 @@ struct Timings {
 // the run went wrong, and run_once said why). nullopt when any run failed.
 template <typename RunOnce>
 std::optional<Timings> repeat(int k, RunOnce&& run_once) {
-  if (!run_once(std::min(k, kWarmupIterations))) return std::nullopt;
+  const int warmup = std::min(k, kWarmupIterations);
+  for (int runs = 0, done = 0; runs < kWarmupRuns || done < kWarmupIterations; ++runs, done += warmup) {
+    if (!run_once(warmup)) return std::nullopt;
+  }
   Timings t;
-  for (double spent = 0; t.per_iteration.size() < kMaxReps && (t.per_iteration.empty() || spent < kBudgetMs);) {
+  const auto more = [&](double spent) {
+    const auto reps = static_cast<int>(t.per_iteration.size());
+    if (reps == 0) return true;
+    return reps < kMaxReps && (reps < kMinReps || reps * k < kMinTimedIterations) && spent < kBudgetMs;
+  };
+  for (double spent = 0; more(spent);) {
     const std::optional<Elapsed> elapsed = run_once(k);
     if (!elapsed) return std::nullopt;
     spent += elapsed->wall_ms;

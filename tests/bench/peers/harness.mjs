@@ -19,11 +19,16 @@
 // performance.timeOrigin. Both are read with performance.timeOrigin/now().
 import { readFileSync } from 'node:fs';
 
-// Repetition policy, the same in bench_peers.cpp for agentkit: one warm-up
-// run of min(K, kWarmupIterations) iterations, then 1 to kMaxReps timed runs
-// of K, stopping once kBudgetMs of timed runs have been spent.
+// Repetition policy, the same in peer_process.h for agentkit and the floors:
+// warm-up runs of min(K, kWarmupIterations) iterations, at least kWarmupRuns
+// of them and kWarmupIterations iterations in all; then timed runs of K until
+// kMinReps runs and kMinTimedIterations iterations are timed, or kBudgetMs of
+// timed runs are spent (at least one run, at most kMaxReps).
 const kWarmupIterations = 100;
-const kMaxReps = 25;
+const kWarmupRuns = 5;
+const kMinReps = 25;
+const kMinTimedIterations = 1000;
+const kMaxReps = 1000;
 const kBudgetMs = 3000;
 
 export function parseK(argv = process.argv) {
@@ -107,11 +112,19 @@ export async function measure({ peer, version, k, add, runOnce, extra = {} }) {
       throw new Error(`${peer}: expected ${n} add calls and the answer "done", got ${add.calls} calls and ${JSON.stringify(answer)}`);
     }
   };
-  await check(Math.min(k, kWarmupIterations));
+  const warmup = Math.min(k, kWarmupIterations);
+  for (let runs = 0, done = 0; runs < kWarmupRuns || done < kWarmupIterations; ++runs, done += warmup) {
+    await check(warmup);
+  }
   const perIteration = [];
   const cpuPerIteration = [];
   let spent = 0;
-  while (perIteration.length < kMaxReps && (perIteration.length === 0 || spent < kBudgetMs)) {
+  const more = () => {
+    const reps = perIteration.length;
+    if (reps === 0) return true;
+    return reps < kMaxReps && (reps < kMinReps || reps * k < kMinTimedIterations) && spent < kBudgetMs;
+  };
+  while (more()) {
     const cpuStart = process.cpuUsage();
     const start = performance.now();
     await check(k);
