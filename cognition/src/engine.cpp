@@ -186,6 +186,19 @@ struct GuardJob {
 struct CallSlot {
   enum Stage : int { not_started, started, finished, skipped };
 
+  // Made from its context (a default RunContext would allocate a budget and
+  // a token only to be overwritten). Moved only while the engine builds the
+  // batch, before any worker can see the slot.
+  explicit CallSlot(RunContext context) : ctx(std::move(context)) {}
+  CallSlot(CallSlot&& other) noexcept
+      : request(std::move(other.request)),
+        ctx(std::move(other.ctx)),
+        result(std::move(other.result)),
+        span_id(other.span_id),
+        started_at(other.started_at),
+        ended_at(other.ended_at),
+        stage(other.stage.load(std::memory_order_relaxed)) {}
+
   ToolRequest request;
   RunContext ctx;  // the call's own: its token is a child of the run's
   ToolResult result;
@@ -1278,15 +1291,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (auto why = ctx_.budget->exhausted(static_cast<std::int64_t>(to_run.size()))) {
       return finish(StopReason::budget_exhausted, *why);
     }
-    calls_ = std::make_shared<std::vector<CallSlot>>(to_run.size());
-    call_index_ = to_run;
+    calls_ = std::make_shared<std::vector<CallSlot>>();
+    calls_->reserve(to_run.size());
     st_.tool_calls += static_cast<int>(to_run.size());
     const auto deadline = call_deadline();
     for (std::size_t k = 0; k < to_run.size(); ++k) {
       const ToolCall& call = st_.batch[to_run[k]];
       ToolPtr tool = strategy_->tools().find(call.name);
-      auto& slot = (*calls_)[k];
-      slot.ctx = worker_context();
+      auto& slot = calls_->emplace_back(worker_context());
       slot.ctx.cancellation = ctx_.cancellation.child(deadline);
       if (tracer_.on()) slot.ctx.call_span_id = slot.span_id = tracer_.tool_span_id();  // a sub-run hangs under the call
       slot.request.call_id = call.id;
@@ -1305,6 +1317,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
       if (ctx_.observed()) ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
     }
+    call_index_ = std::move(to_run);
     auto executor = ctx_.executor;
     if (!executor || executor->inline_execution()) {
       for (auto& slot : *calls_) {
@@ -1314,8 +1327,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       return;
     }
     pending_ = std::make_shared<Pending>();
-    pending_->add(static_cast<int>(to_run.size()));
-    for (std::size_t k = 0; k < to_run.size(); ++k) {
+    pending_->add(static_cast<int>(calls_->size()));
+    for (std::size_t k = 0; k < calls_->size(); ++k) {
       // The work owns what it touches (the slots and their requests and
       // contexts), never the driver: the host may drop the handle.
       executor->submit([calls = calls_, k, pending = pending_]() {
