@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <list>
-#include <mutex>
 #include <span>
-#include <unordered_map>
+#include <mutex>
 
 #include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
@@ -398,17 +396,12 @@ bool same_message(const Message& a, const Message& b) {
 // prefix of its messages equal to the entry's (compared, never trusted: an
 // edited, removed or compacted message is written again, with everything
 // after it), so the body is byte for byte what writing it all would give.
-// Keyed by the run's id; bounded in bytes, least recently used first; safe to
-// share between runs on several threads (a run's entry is taken out while it
-// is used).
+// Keyed by the run's id; bounded in entries and bytes; safe to share between
+// runs on several threads (a run's entry is taken out while it is used).
 class OpenAIHistoryCache {
  public:
-  explicit OpenAIHistoryCache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
-
   // Appends `messages` as JSON text, comma-separated.
   void append(std::string& out, const std::string& run, std::span<const Message> messages) {
-    // What one run may keep: a run over it is written afresh each time.
-    const std::size_t max_entry = max_bytes_ / 4;
     Entry entry = take(run);
     std::size_t same = 0;
     const std::size_t kept = std::min(entry.messages.size(), messages.size());
@@ -420,56 +413,39 @@ class OpenAIHistoryCache {
       if (i > 0) entry.text += ',';
       append_message(entry.text, messages[i]);  // may throw: the entry is dropped
       entry.ends.push_back(entry.text.size());
-      if (bytes(entry) <= max_entry) entry.messages.push_back(messages[i]);
+      if (entry.text.size() <= kMaxEntryBytes) entry.messages.push_back(messages[i]);
     }
     out += entry.text;
-    if (run.empty() || bytes(entry) > max_entry) return;  // not kept
+    if (entry.text.size() > kMaxEntryBytes || run.empty()) return;  // not kept
     entry.run = run;
     std::lock_guard lock(mutex_);
-    if (const auto it = index_.find(run); it != index_.end()) remove(it->second);  // a concurrent call's
-    total_ += bytes(entry);
-    lru_.push_back(std::move(entry));
-    index_.emplace(run, std::prev(lru_.end()));
-    while (total_ > max_bytes_) remove(lru_.begin());
+    std::erase_if(entries_, [&](const Entry& e) { return e.run == run; });
+    if (entries_.size() >= kMaxEntries) entries_.erase(entries_.begin());
+    entries_.push_back(std::move(entry));
   }
 
  private:
+  static constexpr std::size_t kMaxEntries = 64;
+  static constexpr std::size_t kMaxEntryBytes = 1 << 20;
   struct Entry {
     std::string run;
     std::vector<Message> messages;  // as written
     std::vector<std::size_t> ends;  // where each message's text ends in `text`
     std::string text;
   };
-  using Lru = std::list<Entry>;  // least recently used first
-
-  // An entry's cost, counted as its text twice (the text, and the messages
-  // it was written from).
-  static std::size_t bytes(const Entry& e) { return 2 * e.text.size() + 64 * e.ends.size(); }
 
   Entry take(const std::string& run) {
     if (run.empty()) return {};
     std::lock_guard lock(mutex_);
-    const auto it = index_.find(run);
-    if (it == index_.end()) return {};
-    const Lru::iterator at = it->second;
-    total_ -= bytes(*at);
-    Entry entry = std::move(*at);
-    index_.erase(it);
-    lru_.erase(at);
+    const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.run == run; });
+    if (it == entries_.end()) return {};
+    Entry entry = std::move(*it);
+    entries_.erase(it);
     return entry;
   }
 
-  void remove(Lru::iterator it) {
-    total_ -= bytes(*it);
-    index_.erase(it->run);
-    lru_.erase(it);
-  }
-
-  const std::size_t max_bytes_;
   std::mutex mutex_;
-  Lru lru_;
-  std::unordered_map<std::string, Lru::iterator> index_;
-  std::size_t total_ = 0;
+  std::vector<Entry> entries_;
 };
 
 namespace {
@@ -715,9 +691,7 @@ OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOpt
     : transport_(std::move(transport)),
       options_(std::move(options)),
       tool_cache_(std::make_shared<OpenAIToolCache>(options_.strict_tools)),
-      history_cache_(options_.history_cache_bytes > 0
-                         ? std::make_shared<OpenAIHistoryCache>(options_.history_cache_bytes)
-                         : nullptr) {
+      history_cache_(std::make_shared<OpenAIHistoryCache>()) {
   options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
 }
 

@@ -388,10 +388,11 @@ TEST_CASE("OpenAI chat: the text body refuses what the tree refused, with the sa
   CHECK(message([&] { openai_chat_body_text(r, {}, false); }) == expected);
 }
 
-namespace {
-
-// Answers every request with a short non-streamed completion.
-void answer_ok(agentkit::testing::WireServer& server) {
+// OpenAIChatModel keeps each run's messages as text between its calls and
+// writes only what changed: every body it sends must still be byte for byte
+// the body written from scratch, whatever happened to the history in between.
+TEST_CASE("OpenAI chat: a run's history kept between calls sends the bytes writing it afresh would", "[openai][body]") {
+  agentkit::testing::WireServer server;
   server.set_handler([](const agentkit::testing::WireServer::Request&) {
     return agentkit::testing::WireServer::Response{
         .status = 200,
@@ -399,16 +400,6 @@ void answer_ok(agentkit::testing::WireServer& server) {
         .body = R"({"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},)"
                 R"("finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}})"};
   });
-}
-
-}  // namespace
-
-// OpenAIChatModel keeps each run's messages as text between its calls and
-// writes only what changed: every body it sends must still be byte for byte
-// the body written from scratch, whatever happened to the history in between.
-TEST_CASE("OpenAI chat: a run's history kept between calls sends the bytes writing it afresh would", "[openai][body]") {
-  agentkit::testing::WireServer server;
-  answer_ok(server);
   auto transport = std::make_shared<Transport>(TransportOptions{.max_retries = 0});
   OpenAIOptions options;
   options.base_url = server.base_url() + "/v1";
@@ -490,46 +481,4 @@ TEST_CASE("OpenAI chat: a run's history kept between calls sends the bytes writi
   }
   CHECK(expected[5] != expected[6]);  // the edit to 0.0 was sent
   CHECK(expected[6] != expected[7]);  // and to -0.0
-}
-
-TEST_CASE("OpenAI chat: runs past the kept-history budget, or with none, still send the bytes written afresh", "[openai][body]") {
-  // 4 KB: a few short runs fit, a long one (over a quarter) is never kept,
-  // and six interleaved runs evict one another.
-  for (const std::size_t budget : {std::size_t{4096}, std::size_t{0}}) {
-    INFO("history_cache_bytes " << budget);
-    agentkit::testing::WireServer server;
-    answer_ok(server);
-    auto transport = std::make_shared<Transport>(TransportOptions{.max_retries = 0});
-    OpenAIOptions options;
-    options.base_url = server.base_url() + "/v1";
-    options.model = "m";
-    options.stream = false;
-    options.history_cache_bytes = budget;
-    OpenAIChatModel gpt(transport, options);
-    std::vector<RunContext> runs;
-    std::vector<std::vector<Message>> histories;
-    for (int r = 0; r < 6; ++r) {
-      runs.push_back(agentkit::testing::make_test_ctx());
-      runs.back().correlation_id = "run_" + std::to_string(r);
-      histories.push_back({Message::user("run " + std::to_string(r) + (r == 5 ? std::string(2000, 'x') : ""))});
-    }
-    std::vector<std::string> expected;
-    for (int turn = 0; turn < 4; ++turn) {
-      for (std::size_t r = 0; r < runs.size(); ++r) {
-        auto& h = histories[r];
-        h.push_back(Message::assistant("", {ToolCall{"c" + std::to_string(turn), "add", {{"a", turn}}, ""}}));
-        h.push_back(Message::tool_result("c" + std::to_string(turn), "add", std::to_string(turn)));
-        if (turn == 2 && r % 2 == 0) h[1].content = {TextPart{"edited"}};
-        const ModelRequest request{"m", "", h, {}};
-        expected.push_back(openai_chat_body_text(request, options, false));
-        gpt.complete(request, runs[r]);
-      }
-    }
-    const auto requests = server.requests();
-    REQUIRE(requests.size() == expected.size());
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      INFO("request " << i);
-      CHECK(requests[i].body == expected[i]);
-    }
-  }
 }

@@ -27,13 +27,6 @@ struct OpenAIOptions {
   // Checked before a request is built: ContentTooLarge (InvalidContent for a
   // malformed part), and nothing goes on the wire.
   ContentLimits content_limits;
-  // OpenAIChatModel keeps each run's messages, and their JSON text, between
-  // the run's calls (keyed by RunContext::correlation_id), so a request writes
-  // only the messages that changed since the run's last one; every kept
-  // message is compared with the request's before its text is reused. At
-  // most this many bytes in all (least recently used runs go first; one run
-  // may take a quarter); 0 keeps nothing and writes every body afresh.
-  std::size_t history_cache_bytes = std::size_t{8} << 20;
 };
 
 // The request body for `request` (deterministic: the system prompt and tools
