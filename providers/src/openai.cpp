@@ -1,8 +1,6 @@
 #include <agentkit/providers/openai.h>
 
 #include <algorithm>
-#include <bit>
-#include <span>
 #include <mutex>
 
 #include <agentkit/providers/settings.h>
@@ -343,120 +341,11 @@ class OpenAIToolCache {
 
 namespace {
 
-// Whether two JSON values are the same value of the same type, so that they
-// dump to the same text: nlohmann's == holds 1 and 1.0 (and 0.0 and -0.0)
-// equal, which dump differently.
-bool same_json(const Json& a, const Json& b) {
-  if (a.type() != b.type()) return false;
-  switch (a.type()) {
-    case Json::value_t::object:  // the maps themselves: nlohmann's iterators cost more than the compare
-      return std::equal(a.get_ref<const Json::object_t&>().begin(), a.get_ref<const Json::object_t&>().end(),
-                        b.get_ref<const Json::object_t&>().begin(), b.get_ref<const Json::object_t&>().end(),
-                        [](const auto& x, const auto& y) { return x.first == y.first && same_json(x.second, y.second); });
-    case Json::value_t::array:
-      return std::equal(a.get_ref<const Json::array_t&>().begin(), a.get_ref<const Json::array_t&>().end(),
-                        b.get_ref<const Json::array_t&>().begin(), b.get_ref<const Json::array_t&>().end(), same_json);
-    case Json::value_t::string:
-      return a.get_ref<const std::string&>() == b.get_ref<const std::string&>();
-    case Json::value_t::number_integer:
-      return a.get_ref<const Json::number_integer_t&>() == b.get_ref<const Json::number_integer_t&>();
-    case Json::value_t::number_unsigned:
-      return a.get_ref<const Json::number_unsigned_t&>() == b.get_ref<const Json::number_unsigned_t&>();
-    case Json::value_t::number_float:
-      return std::bit_cast<std::uint64_t>(a.get_ref<const Json::number_float_t&>()) ==
-             std::bit_cast<std::uint64_t>(b.get_ref<const Json::number_float_t&>());
-    default:
-      return a == b;  // null, boolean, binary, discarded
-  }
-}
-
-// Whether `a` and `b` write the same text (append_message reads nothing else).
-bool same_message(const Message& a, const Message& b) {
-  if (a.role != b.role || a.content != b.content || a.tool_call_id != b.tool_call_id ||
-      a.tool_name != b.tool_name || a.is_error != b.is_error || a.tool_calls.size() != b.tool_calls.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.tool_calls.size(); ++i) {
-    const ToolCall& x = a.tool_calls[i];
-    const ToolCall& y = b.tool_calls[i];
-    if (x.id != y.id || x.name != y.name || x.arguments_text != y.arguments_text || !same_json(x.arguments, y.arguments)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-// Each run's messages as Chat Completions JSON text, kept by the model that
-// sends them between the run's calls: a run's history only grows between two
-// model calls, and writing all of it afresh made the body's cost grow with it
-// (165k instructions per request at K = 100). An entry is a copy of the
-// messages it was written from and their text; a request uses the longest
-// prefix of its messages equal to the entry's (compared, never trusted: an
-// edited, removed or compacted message is written again, with everything
-// after it), so the body is byte for byte what writing it all would give.
-// Keyed by the run's id; bounded in entries and bytes; safe to share between
-// runs on several threads (a run's entry is taken out while it is used).
-class OpenAIHistoryCache {
- public:
-  // Appends `messages` as JSON text, comma-separated.
-  void append(std::string& out, const std::string& run, std::span<const Message> messages) {
-    Entry entry = take(run);
-    std::size_t same = 0;
-    const std::size_t kept = std::min(entry.messages.size(), messages.size());
-    while (same < kept && same_message(entry.messages[same], messages[same])) ++same;
-    entry.messages.resize(same);
-    entry.ends.resize(same);
-    entry.text.resize(same == 0 ? 0 : entry.ends.back());
-    for (std::size_t i = same; i < messages.size(); ++i) {
-      if (i > 0) entry.text += ',';
-      append_message(entry.text, messages[i]);  // may throw: the entry is dropped
-      entry.ends.push_back(entry.text.size());
-      if (entry.text.size() <= kMaxEntryBytes) entry.messages.push_back(messages[i]);
-    }
-    out += entry.text;
-    if (entry.text.size() > kMaxEntryBytes || run.empty()) return;  // not kept
-    entry.run = run;
-    std::lock_guard lock(mutex_);
-    std::erase_if(entries_, [&](const Entry& e) { return e.run == run; });
-    if (entries_.size() >= kMaxEntries) entries_.erase(entries_.begin());
-    entries_.push_back(std::move(entry));
-  }
-
- private:
-  static constexpr std::size_t kMaxEntries = 64;
-  static constexpr std::size_t kMaxEntryBytes = 1 << 20;
-  struct Entry {
-    std::string run;
-    std::vector<Message> messages;  // as written
-    std::vector<std::size_t> ends;  // where each message's text ends in `text`
-    std::string text;
-  };
-
-  Entry take(const std::string& run) {
-    if (run.empty()) return {};
-    std::lock_guard lock(mutex_);
-    const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.run == run; });
-    if (it == entries_.end()) return {};
-    Entry entry = std::move(*it);
-    entries_.erase(it);
-    return entry;
-  }
-
-  std::mutex mutex_;
-  std::vector<Entry> entries_;
-};
-
-namespace {
-
 // The request body as JSON text, byte-identical to the dump of the tree
 // openai_chat_body() returns (the one source of both).
-// `tool_cache`, when set, encodes the tools (it was made for options.strict_tools);
-// `history_cache`, when set, the messages, as the run `run` last sent them.
+// `tool_cache`, when set, encodes the tools (it was made for options.strict_tools).
 std::string write_chat_body(const ModelRequest& request, const OpenAIOptions& options, bool stream,
-                            OpenAIToolCache* tool_cache, OpenAIHistoryCache* history_cache = nullptr,
-                            const std::string& run = {}) {
+                            OpenAIToolCache* tool_cache) {
   check_content(request.messages, options.content_limits);
   // What can be refused is refused before anything is written, in the order
   // the tree this replaces refused it: content, tool definitions, settings.
@@ -494,15 +383,10 @@ std::string write_chat_body(const ModelRequest& request, const OpenAIOptions& op
     out += '}';
     first = false;
   }
-  if (history_cache && !request.messages.empty()) {
+  for (const auto& m : request.messages) {
     if (!first) out += ',';
-    history_cache->append(out, run, request.messages);
-  } else {
-    for (const auto& m : request.messages) {
-      if (!first) out += ',';
-      first = false;
-      append_message(out, m);
-    }
+    first = false;
+    append_message(out, m);
   }
   out += ']';
   const ModelSettings* settings = request.settings;
@@ -690,16 +574,14 @@ const ReplyFormat& openai_chat_reply() {
 OpenAIChatModel::OpenAIChatModel(std::shared_ptr<Transport> transport, OpenAIOptions options)
     : transport_(std::move(transport)),
       options_(std::move(options)),
-      tool_cache_(std::make_shared<OpenAIToolCache>(options_.strict_tools)),
-      history_cache_(std::make_shared<OpenAIHistoryCache>()) {
+      tool_cache_(std::make_shared<OpenAIToolCache>(options_.strict_tools)) {
   options_.base_url = detail::without_trailing_slashes(std::move(options_.base_url));
 }
 
 std::unique_ptr<PendingCompletion> OpenAIChatModel::begin(const ModelRequest& request, RunContext& ctx) {
   HttpRequest http = detail::json_post(request, options_.base_url + "/chat/completions", "authorization", "Bearer ",
                                        options_.api_key, options_.extra_headers);
-  http.body = write_chat_body(request, options_, options_.stream, tool_cache_.get(), history_cache_.get(),
-                              ctx.correlation_id);
+  http.body = write_chat_body(request, options_, options_.stream, tool_cache_.get());
   return detail::start_call(*transport_, std::move(http), ctx.cancellation, openai_chat_reply(),
                             options_.stream ? std::make_unique<OpenAIStreamAccumulator>(detail::run_deltas(ctx)) : nullptr);
 }

@@ -12,9 +12,6 @@
 #include <agentkit/providers/openai.h>
 #include <agentkit/providers/settings.h>
 #include <agentkit/providers/tool_format.h>
-#include <agentkit/providers/transport.h>
-#include <agentkit/testing/test_context.h>
-#include <agentkit/testing/wire_server.h>
 
 namespace {
 
@@ -386,99 +383,4 @@ TEST_CASE("OpenAI chat: the text body refuses what the tree refused, with the sa
   const std::string expected = message([&] { (void)reference_body(r, {}, false).dump(); });
   CHECK_FALSE(expected.empty());
   CHECK(message([&] { openai_chat_body_text(r, {}, false); }) == expected);
-}
-
-// OpenAIChatModel keeps each run's messages as text between its calls and
-// writes only what changed: every body it sends must still be byte for byte
-// the body written from scratch, whatever happened to the history in between.
-TEST_CASE("OpenAI chat: a run's history kept between calls sends the bytes writing it afresh would", "[openai][body]") {
-  agentkit::testing::WireServer server;
-  server.set_handler([](const agentkit::testing::WireServer::Request&) {
-    return agentkit::testing::WireServer::Response{
-        .status = 200,
-        .headers = {{"content-type", "application/json"}},
-        .body = R"({"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},)"
-                R"("finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}})"};
-  });
-  auto transport = std::make_shared<Transport>(TransportOptions{.max_retries = 0});
-  OpenAIOptions options;
-  options.base_url = server.base_url() + "/v1";
-  options.model = "m";
-  options.stream = false;
-  OpenAIChatModel gpt(transport, options);
-  auto run_a = agentkit::testing::make_test_ctx();
-  run_a.correlation_id = "run_a";
-  auto run_b = agentkit::testing::make_test_ctx();
-  run_b.correlation_id = "run_b";
-  auto anonymous = agentkit::testing::make_test_ctx();
-  anonymous.correlation_id.clear();
-
-  std::vector<std::string> expected;
-  const auto send = [&](const std::vector<Message>& history, RunContext& ctx) {
-    const ModelRequest request{"m", "Be brief.", history, {}};
-    expected.push_back(openai_chat_body_text(request, options, false));
-    gpt.complete(request, ctx);
-  };
-  const auto call = [](std::string id, Json arguments) {
-    return Message::assistant("", {ToolCall{std::move(id), "add", std::move(arguments), ""}});
-  };
-
-  std::vector<Message> a{Message::user("add things")};
-  send(a, run_a);
-  for (int i = 0; i < 3; ++i) {  // the history grows, as a run's does
-    a.push_back(call("call_" + std::to_string(i), {{"a", i}, {"b", 1}}));
-    a.push_back(Message::tool_result("call_" + std::to_string(i), "add", std::to_string(i + 1)));
-    send(a, run_a);
-  }
-  std::vector<Message> b = rich_history();  // another run, between two of the first's calls
-  send(b, run_b);
-  a[2].content = {TextPart{"1, edited by a human"}};  // an earlier message edited in place
-  send(a, run_a);
-  a[1].tool_calls[0].arguments["a"] = 0.0;  // 0 and 0.0 are == in nlohmann, yet dump differently
-  send(a, run_a);
-  a[1].tool_calls[0].arguments["a"] = -0.0;
-  send(a, run_a);
-  a[3].tool_calls[0].arguments_text = R"({"a": 1, "b": 1})";  // the model's own text again
-  send(a, run_a);
-  a.erase(a.begin() + 1, a.begin() + 3);  // compacted: a pair removed from the middle
-  send(a, run_a);
-  a.resize(2);  // an older state resumed: shorter than what was sent
-  send(a, run_a);
-  a.push_back(Message::user({TextPart{"look"}, ImagePart{.media_type = "image/png", .data = std::string(64, 'x')}}));
-  send(a, run_a);
-  b.push_back(Message::user("and more"));
-  send(b, run_b);
-  send(a, anonymous);  // a call with no run id: nothing kept, nothing reused
-  send(a, anonymous);
-  // The same run id on a different history (a reused id): nothing carried over.
-  send(b, run_a);
-
-  // A message that cannot be written (invalid UTF-8) fails as writing it
-  // afresh fails, and the run's next call is whole.
-  std::vector<Message> bad = a;
-  bad.push_back(Message::user(std::string("\xff\xfe")));
-  const ModelRequest bad_request{"m", "Be brief.", bad, {}};
-  std::string afresh_error, kept_error;
-  try {
-    openai_chat_body_text(bad_request, options, false);
-  } catch (const std::exception& e) {
-    afresh_error = e.what();
-  }
-  try {
-    gpt.complete(bad_request, run_a);
-  } catch (const std::exception& e) {
-    kept_error = e.what();
-  }
-  CHECK_FALSE(afresh_error.empty());
-  CHECK(kept_error == afresh_error);
-  send(a, run_a);
-
-  const auto requests = server.requests();
-  REQUIRE(requests.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    INFO("request " << i);
-    CHECK(requests[i].body == expected[i]);
-  }
-  CHECK(expected[5] != expected[6]);  // the edit to 0.0 was sent
-  CHECK(expected[6] != expected[7]);  // and to -0.0
 }

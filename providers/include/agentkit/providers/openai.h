@@ -114,8 +114,7 @@ const ReplyFormat& openai_chat_reply();
 // The normalised finish reason for an OpenAI `finish_reason`.
 std::string openai_finish_reason(std::string_view reason);
 
-class OpenAIToolCache;     // internal: the tools' JSON text, per model
-class OpenAIHistoryCache;  // internal: each run's messages as JSON text, per model
+class OpenAIToolCache;  // internal: the tools' JSON text, per model
 
 class OpenAIChatModel final : public Model {
  public:
@@ -136,7 +135,6 @@ class OpenAIChatModel final : public Model {
   std::shared_ptr<Transport> transport_;
   OpenAIOptions options_;
   std::shared_ptr<OpenAIToolCache> tool_cache_;
-  std::shared_ptr<OpenAIHistoryCache> history_cache_;
 };
 
 }  // namespace agentkit::providers
