@@ -29,8 +29,9 @@
 // iteration within 1.5x of curl multi's, its CPU time within 2x, for run()
 // and poll(), at every K. The poll() host drains the run's events at each
 // poll and has nothing else to do between polls, so it sleeps in
-// RunHandle::wait_ready(10 ms) there, as an event loop would (a host that spins on poll() instead spends its whole wall time
-// on CPU, by construction); the table's notes say how many polls that took.
+// RunHandle::wait_ready(10 ms) there, as an event loop would (a host that
+// spins on poll() instead spends its whole wall time on CPU, by
+// construction); the table's notes say how many polls and events that took.
 //
 //   bench_peers_http [--stream]                the table, K = 10 and 100 (non-streaming unless --stream)
 //   bench_peers_http --server DIR              the server: prints its port, serves until stdin closes
