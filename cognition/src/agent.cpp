@@ -654,10 +654,12 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
                      // its result returned, instead of started over.
                      const std::string id = ctx.correlation_id + "/" + ctx.call_key;
                      // A sub-run the store failed under ended nowhere the parent can
-                     // build on: the parent stops and its recovery runs this call again.
-                     const auto interrupted = [&](const std::string& why) {
-                       return RunInterrupted(ErrorCode::unavailable,
-                                             "sub-agent '" + agent->name() + "' (run " + id + "): " + why);
+                     // build on, and one another caller claimed first (a parent's earlier
+                     // attempt still alive, or a second recovery) is not this attempt's to
+                     // report on: either way the parent stops, and its recovery runs this
+                     // call again, finding the sub-run where its store has it.
+                     const auto interrupted = [&](ErrorCode code, const std::string& why) {
+                       return RunInterrupted(code, "sub-agent '" + agent->name() + "' (run " + id + "): " + why);
                      };
                      try {
                        const auto stored = load_run(*ctx.store, ctx.scope, id);
@@ -672,11 +674,14 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
                          result = agent->recover(id, child);  // still suspended: it asks again
                        }
                        if (!detail::end_is_stored(*ctx.store, ctx.scope, id, result)) {
-                         throw interrupted("its end is not in the store" +
-                                           (result.failure ? " (" + result.failure->message + ")" : std::string()));
+                         throw interrupted(ErrorCode::unavailable,
+                                           "its end is not in the store" +
+                                               (result.failure ? " (" + result.failure->message + ")" : std::string()));
                        }
                      } catch (const state::StoreError& e) {
-                       throw interrupted(std::string("its store failed: ") + e.what());
+                       throw interrupted(ErrorCode::unavailable, std::string("its store failed: ") + e.what());
+                     } catch (const RunAlreadyResumed& e) {
+                       throw interrupted(ErrorCode::aborted, e.what());
                      }
                      if (result.stop_reason == StopReason::suspended && result.suspended) {
                        // Its calls surface on the parent run, which routes their decisions back.

@@ -690,6 +690,81 @@ TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects hap
   CHECK(llm2->requests().at(0).messages.back().text() == "sample ordered");
 }
 
+namespace {
+
+// A store where, once armed, another caller writes the document at `key`
+// just before this one's next compare-and-set of it: a claim that loses the
+// race, as a parent's earlier attempt still alive (or a second recovery)
+// makes it lose.
+class ClaimedFirstStore final : public agentkit::state::Store {
+ public:
+  ClaimedFirstStore(std::shared_ptr<agentkit::state::Store> inner, std::string key)
+      : inner_(std::move(inner)), key_(std::move(key)) {}
+  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
+  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
+    return inner_->put(key, std::move(value), ttl);
+  }
+  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
+                                              Ttl ttl) override {
+    if (armed && key.ends_with(key_)) {
+      armed = false;
+      if (auto current = inner_->get(key)) inner_->put(key, current->value, Ttl{});  // the other caller's write
+    }
+    return inner_->compare_and_set(key, expected, std::move(value), ttl);
+  }
+  bool erase(std::string_view key) override { return inner_->erase(key); }
+  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
+    return inner_->list(prefix);
+  }
+  bool armed = true;
+
+ private:
+  std::shared_ptr<agentkit::state::Store> inner_;
+  std::string key_;
+};
+
+}  // namespace
+
+TEST_CASE("a sub-run another caller claimed first stops its parent, never fails the call", "[durable][as_tool]") {
+  auto inner = std::make_shared<InMemoryStore>();
+  Counter counter;
+  auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
+                                                  react({counter.tool("order_sample", true)}));
+  Agent lead("lead", "fake", "You lead.",
+             react({agentkit::as_tool(researcher, {.name = "research",
+                                                   .description = "Delegate a research task to the researcher.",
+                                                   .side_effecting = true})}));
+  // The sub-run's third write (after its call) is cut: the lead stops with
+  // the sub-run mid-way in the store.
+  auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}},
+                                                    Turn{.tool_calls = {call("s1", "order_sample", {{"what", "kit"}})}}}),
+                            .store = std::make_shared<agentkit_test::CutStore>(inner, "runs/lead-1/1/c1", 3)});
+  REQUIRE(lead.run("go", ctx, {.run_id = "lead-1"}).stop_reason == StopReason::failed);
+  REQUIRE(counter.runs == 1);
+
+  // The lead's recovery reaches the sub-run, whose claim another caller wins.
+  auto racing = std::make_shared<ClaimedFirstStore>(inner, "runs/lead-1/1/c1");
+  auto llm = FakeLLM::script({Turn{.content = "the research failed"}});  // never asked
+  auto later = make_test_ctx({.llm = llm, .store = racing});
+  const auto stopped = lead.recover("lead-1", later);
+  CHECK_FALSE(racing->armed);
+  CHECK(stopped.stop_reason == StopReason::failed);
+  REQUIRE(stopped.failure);
+  CHECK(stopped.failure->code == agentkit::ErrorCode::aborted);
+  CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted") && Catch::Contains("another caller"));
+  CHECK(llm->calls() == 0);  // the lead's model never read a failure that was not one
+  const auto kept = agentkit::load_run(*inner, {}, "lead-1");
+  REQUIRE(kept);
+  CHECK(kept->phase == Phase::act);  // the call still asked, not answered
+  CHECK_FALSE(kept->outcomes.at(0).has_value());
+
+  // The next recovery finds the sub-run and finishes both, the sample ordered once.
+  auto last = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "sample ordered"}, Turn{.content = "all done"}}),
+                            .store = inner});
+  CHECK(lead.recover("lead-1", last).output == "all done");
+  CHECK(counter.runs == 1);
+}
+
 TEST_CASE("a sub-run whose store write is cut stops its parent, whose recovery finishes both with effects once",
           "[durable][as_tool]") {
   // Writes of the sub-run's document: its claim (1), after its model asked
