@@ -692,6 +692,17 @@ TEST_CASE("a recovered parent finds its sub-run again: the sub-run's effects hap
 
 namespace {
 
+// A lead that delegates to a researcher through a side-effecting as_tool
+// call; the researcher's order_sample tool counts its runs on `counter`.
+Agent research_lead(Counter& counter) {
+  auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
+                                                  react({counter.tool("order_sample", true)}));
+  return Agent("lead", "fake", "You lead.",
+               react({agentkit::as_tool(researcher, {.name = "research",
+                                                     .description = "Delegate a research task to the researcher.",
+                                                     .side_effecting = true})}));
+}
+
 // A store where, once armed, another caller writes the document at `key`
 // just before this one's next compare-and-set of it: a claim that loses the
 // race, as a parent's earlier attempt still alive (or a second recovery)
@@ -728,12 +739,7 @@ class ClaimedFirstStore final : public agentkit::state::Store {
 TEST_CASE("a sub-run another caller claimed first stops its parent, never fails the call", "[durable][as_tool]") {
   auto inner = std::make_shared<InMemoryStore>();
   Counter counter;
-  auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
-                                                  react({counter.tool("order_sample", true)}));
-  Agent lead("lead", "fake", "You lead.",
-             react({agentkit::as_tool(researcher, {.name = "research",
-                                                   .description = "Delegate a research task to the researcher.",
-                                                   .side_effecting = true})}));
+  const Agent lead = research_lead(counter);
   // The sub-run's third write (after its call) is cut: the lead stops with
   // the sub-run mid-way in the store.
   auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}},
@@ -773,12 +779,7 @@ TEST_CASE("a sub-run whose store write is cut stops its parent, whose recovery f
   INFO("the sub-run's write #" << cut_at << " is cut");
   auto inner = std::make_shared<InMemoryStore>();
   Counter counter;
-  auto researcher = std::make_shared<const Agent>("researcher", "fake", "You research.",
-                                                  react({counter.tool("order_sample", true)}));
-  Agent lead("lead", "fake", "You lead.",
-             react({agentkit::as_tool(researcher, {.name = "research",
-                                                   .description = "Delegate a research task to the researcher.",
-                                                   .side_effecting = true})}));
+  const Agent lead = research_lead(counter);
   std::vector<Turn> first{Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}}};  // lead
   std::vector<Turn> rest{Turn{.tool_calls = {call("s1", "order_sample", {{"what", "kit"}})}},       // researcher
                          Turn{.content = "sample ordered"},                                          // researcher
