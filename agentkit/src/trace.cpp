@@ -123,9 +123,11 @@ std::optional<TraceParent> parse_traceparent(std::string_view value) noexcept {
   const std::string_view trace_id = value.substr(3, 32);
   const std::string_view span_id = value.substr(36, 16);
   const std::string_view flags = value.substr(53, 2);
-  if (!valid_trace_id(trace_id) || !valid_span_id(span_id) || !is_lower_hex(flags)) return std::nullopt;
+  auto trace = TraceId::parse(trace_id);
+  auto span = SpanId::parse(span_id);
+  if (!trace || !span || !is_lower_hex(flags)) return std::nullopt;
   const int low = flags[1] <= '9' ? flags[1] - '0' : flags[1] - 'a' + 10;
-  return TraceParent{*TraceId::parse(trace_id), *SpanId::parse(span_id), (low & 1) != 0};
+  return TraceParent{*trace, *span, (low & 1) != 0};
 }
 
 std::string format_traceparent(std::string_view trace_id, std::string_view span_id, bool sampled) {

@@ -9,8 +9,10 @@ namespace {
 using trace::Attribute;
 using trace::Span;
 
-void add(Span& span, trace::AttributeKey key, trace::AttributeValue value) {
-  span.attributes.push_back(Attribute{std::move(key), std::move(value)});
+// The value is made in its place in the span (no variant moved or destroyed).
+template <class Value>
+void add(Span& span, trace::AttributeKey key, Value&& value) {
+  span.attributes.emplace_back(std::move(key), std::forward<Value>(value));
 }
 
 // The model's own name: "openai/gpt-4o@http://host" -> "gpt-4o" for a

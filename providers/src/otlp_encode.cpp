@@ -25,11 +25,8 @@ std::uint64_t unix_nanos(std::chrono::system_clock::time_point t) {
   return ns < 0 ? 0 : static_cast<std::uint64_t>(ns);
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
+// A digit of an id: a HexId holds only lowercase hex digits.
+int hex_digit(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
 
 // OTLP's enum values (opentelemetry-proto trace/v1 Span.SpanKind, Status.StatusCode).
 int span_kind(trace::SpanKind kind) {

@@ -742,6 +742,51 @@ TEST_CASE("otlp exporter: a full batch is sent at once, a partial one on the sch
   }
 }
 
+TEST_CASE("otlp exporter: queued spans arrive whole and in order across many pages, one larger than a page",
+          "[otlp]") {
+  // The exporter keeps queued spans as bytes in 16 KiB pages; these fill
+  // about twenty, and one span is larger than a page.
+  Receiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.max_export_batch_size = 64;
+  o.schedule_delay = 60s;
+  OtlpExporter exporter(o);
+  const std::string filler(1500, 'x');
+  std::string large(100'000, 'y');
+  large[0] = '<';
+  large.back() = '>';
+  constexpr int kSpans = 200;
+  for (int i = 0; i < kSpans; ++i) {
+    Span s = tool_span();
+    s.span_id = agentkit::trace::new_span_id();
+    s.name = "execute_tool step-" + std::to_string(i);
+    s.attributes.push_back({std::string("app.step.") + std::to_string(i), std::int64_t{i}});  // a key that is no literal
+    s.attributes.push_back({"app.filler", i == 77 ? large : filler});
+    exporter.on_end(std::move(s));
+  }
+  REQUIRE(exporter.flush(8s));
+  CHECK(exporter.exported_spans() == kSpans);
+  CHECK(exporter.dropped_spans() == 0);
+  CHECK(receiver.requests("/v1/traces").size() == 4);  // 64 + 64 + 64 + 8
+
+  const auto spans = receiver.spans();
+  REQUIRE(spans.size() == kSpans);
+  for (int i = 0; i < kSpans; ++i) {
+    INFO("span " << i);
+    const Json& s = spans[static_cast<std::size_t>(i)];
+    CHECK(s["name"] == "execute_tool step-" + std::to_string(i));
+    CHECK(s["parentSpanId"] == kAgentId.view());
+    CHECK(attribute(s["attributes"], "app.step." + std::to_string(i)) == Json{{"intValue", std::to_string(i)}});
+    CHECK(attribute(s["attributes"], "app.filler") == Json{{"stringValue", i == 77 ? large : filler}});
+    CHECK(attribute(s["attributes"], "gen_ai.tool.call.id") == Json{{"stringValue", "call_1"}});
+    CHECK(s["status"]["message"] == "refund service unavailable");
+    REQUIRE(s["events"].size() == 1);
+    CHECK(s["events"][0]["name"] == "agentkit.approval.granted");
+    CHECK(attribute(s["events"][0]["attributes"], "agentkit.approval.decision") ==
+          Json{{"stringValue", "approve"}});
+  }
+}
+
 TEST_CASE("otlp exporter: shutdown, and the destructor, send what is queued", "[otlp]") {
   Receiver receiver;
   OtlpOptions o = options_for(receiver);

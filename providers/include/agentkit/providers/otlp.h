@@ -83,8 +83,8 @@ struct OtlpOptions {
   std::string service_name;
   // More Resource attributes (deployment.environment.name, service.version, ...).
   std::vector<trace::Attribute> resource_attributes;
-  // Spans waiting for export at most (their slots are allocated up front); a
-  // span ended while the queue is full is dropped and counted (dropped_spans()).
+  // Spans waiting for export at most; a span ended while the queue is full
+  // is dropped and counted (dropped_spans()).
   std::size_t max_queue_size = 2048;
   // Spans per request at most. A queue this long wakes the exporter at once.
   std::size_t max_export_batch_size = 512;
@@ -240,14 +240,15 @@ class GenAiMetrics {
 // background thread (the OpenTelemetry batch span processor and OTLP
 // exporter in one).
 //
-// on_end() moves the span into a bounded queue under a mutex and returns: it
-// never waits for the network, never logs, and wakes the export thread only
-// when the queue reaches a batch; otherwise the thread wakes every
-// schedule_delay. An exported span goes back to the producers: each
-// on_end() also destroys up to two exported spans, on the caller's thread
-// and outside the lock, so a span's memory is freed by the kind of thread
-// that made it (what none took within a schedule delay, the export thread
-// destroys). A full queue drops the span (dropped_spans()). An export
+// on_end() copies the span into a bounded queue under a mutex, as bytes in a
+// few reused 64 KiB pages (the span itself is freed on the caller's thread),
+// and returns: it never waits for the network, never logs, and wakes the
+// export thread only when the queue reaches a batch (or four pages, for
+// large spans); otherwise the thread wakes every schedule_delay. The export
+// thread reads the spans back from the pages, so no memory it uses is freed
+// or reused by the threads that make spans but those pages. A full queue
+// drops the span (dropped_spans()), as does one with a string of 4 GiB or
+// more. An export
 // that fails (connection refused, a non-2xx status after the transport's
 // bounded retries, export_timeout) is logged on the options' logger without
 // any header value, counted (failed_exports()) and its batch dropped; it is
