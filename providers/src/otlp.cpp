@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cctype>
 #include <charconv>
 #include <condition_variable>
@@ -214,7 +215,8 @@ class RecordWriter {
  public:
   explicit RecordWriter(char* out) : out_(out) {}
 
-  void span(const trace::Span& s) {
+  // Writes `s`; returns the end of what it wrote.
+  char* span(const trace::Span& s) {
     id(s.trace_id.view());
     id(s.span_id.view());
     id(s.parent_span_id.view());
@@ -231,6 +233,7 @@ class RecordWriter {
     }
     byte(static_cast<std::uint8_t>(s.status));
     string(s.status_message);
+    return out_;
   }
 
  private:
@@ -794,7 +797,9 @@ void OtlpExporter::on_end(trace::Span span) {
     }
     s.current = s.take_page(bytes);
   }
-  RecordWriter(s.current.bytes.get() + s.current.used).span(span);
+  char* const start = s.current.bytes.get() + s.current.used;
+  [[maybe_unused]] char* const end = RecordWriter(start).span(span);
+  assert(end == start + bytes);  // record_bytes() and RecordWriter agree
   s.current.used += bytes;
   ++s.current.spans;
   ++s.size;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -785,6 +786,54 @@ TEST_CASE("otlp exporter: queued spans arrive whole and in order across many pag
     CHECK(attribute(s["events"][0]["attributes"], "agentkit.approval.decision") ==
           Json{{"stringValue", "approve"}});
   }
+}
+
+TEST_CASE("otlp exporter: threads ending spans at once, and flushes among them, lose and repeat none", "[otlp]") {
+  Receiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.max_export_batch_size = 64;
+  o.max_queue_size = 4096;
+  o.schedule_delay = 60s;
+  OtlpExporter exporter(o);
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 500;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      for (int i = 0; i < kPerThread; ++i) {
+        Span s = tool_span();
+        s.span_id = agentkit::trace::new_span_id();
+        s.name = "execute_tool t" + std::to_string(t) + "-" + std::to_string(i);
+        exporter.on_end(std::move(s));
+      }
+    });
+  }
+  go = true;
+  // A flush while producers keep queueing ends: it waits for what was queued
+  // when it began, not for the producers to stop.
+  for (int i = 0; i < 3; ++i) CHECK(exporter.flush(8s));
+  for (auto& p : producers) p.join();
+  REQUIRE(exporter.flush(8s));
+  CHECK(exporter.dropped_spans() == 0);
+  CHECK(exporter.exported_spans() == kThreads * kPerThread);
+
+  std::map<std::string, int> seen;
+  std::map<int, int> next_of_thread;  // each thread's spans arrive in the order it ended them
+  bool in_order = true;
+  for (const auto& s : receiver.spans()) {
+    const std::string name = s["name"].get<std::string>();
+    ++seen[name];
+    const auto dash = name.rfind('-');
+    const int t = std::stoi(name.substr(std::string("execute_tool t").size()));
+    const int i = std::stoi(name.substr(dash + 1));
+    in_order = in_order && next_of_thread[t] == i;
+    next_of_thread[t] = i + 1;
+  }
+  CHECK(seen.size() == kThreads * kPerThread);
+  CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
+  CHECK(in_order);
 }
 
 TEST_CASE("otlp exporter: shutdown, and the destructor, send what is queued", "[otlp]") {
