@@ -147,7 +147,7 @@ void set_attribute(std::vector<trace::Attribute>& attributes, trace::AttributeKe
 // two or three) and reused last-returned first, so they stay in its cache.
 // Queued as Span objects (their heap blocks read on the export thread's core,
 // then freed or reused on the run's), each span cost the run's thread about
-// 1.2 µs, mostly in cache misses, on a 2-vCPU VM where moving one cache line
+// 0.9 µs, mostly in cache misses, on a 2-vCPU VM where moving one cache line
 // from one core to the other takes ~200 ns.
 //
 // A record, in the machine's byte order (it never leaves the process):
