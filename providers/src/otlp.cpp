@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include <agentkit/detail/logging.h>
+#include <agentkit/json.h>
 #include <agentkit/redact.h>
 #include <agentkit/url.h>
 
@@ -359,6 +360,121 @@ class RecordReader {
 
   const char* in_;
 };
+
+// ------------------------------------------------------ the endpoint's answer
+
+// What a 2xx answer's body says (OTLP/HTTP: an Export*ServiceResponse in the
+// request's encoding, whose partial_success names what the endpoint
+// rejected). Empty: the body is no OTLP response (an HTML page from a proxy,
+// a web server on the wrong URL), so nothing can be taken as received.
+struct Answer {
+  std::uint64_t rejected = 0;  // items the endpoint did not take
+  std::string message;         // its error_message (a warning when nothing was rejected)
+  bool readable = true;        // false: the right content type, but a body that does not decode
+};
+
+bool read_varint(std::string_view& in, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const auto byte = static_cast<std::uint8_t>(in.front());
+    in.remove_prefix(1);
+    value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Reads one field: its number, and its value (a varint, or the bytes of a
+// length-delimited field); other wire types are skipped. False when malformed.
+bool read_field(std::string_view& in, int& field, std::uint64_t& number, std::string_view& bytes) {
+  std::uint64_t key = 0;
+  if (!read_varint(in, key)) return false;
+  field = static_cast<int>(key >> 3);
+  switch (key & 7) {
+    case 0: return read_varint(in, number);
+    case 1:
+    case 5: {
+      const std::size_t n = (key & 7) == 1 ? 8 : 4;
+      if (in.size() < n) return false;
+      in.remove_prefix(n);
+      return true;
+    }
+    case 2: {
+      std::uint64_t n = 0;
+      if (!read_varint(in, n) || n > in.size()) return false;
+      bytes = in.substr(0, static_cast<std::size_t>(n));
+      in.remove_prefix(static_cast<std::size_t>(n));
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// ExportTraceServiceResponse / ExportMetricsServiceResponse: partial_success
+// (1) = {rejected_spans or rejected_data_points (1, int64), error_message (2)}.
+std::optional<Answer> read_protobuf_answer(std::string_view body) {
+  Answer answer;
+  while (!body.empty()) {
+    int field = 0;
+    std::uint64_t number = 0;
+    std::string_view partial;
+    if (!read_field(body, field, number, partial)) return std::nullopt;
+    if (field != 1) continue;
+    while (!partial.empty()) {
+      std::string_view text;
+      if (!read_field(partial, field, number, text)) return std::nullopt;
+      if (field == 1) answer.rejected = static_cast<std::int64_t>(number) > 0 ? number : 0;
+      if (field == 2) answer.message = std::string(text);
+    }
+  }
+  return answer;
+}
+
+// The OTLP/JSON form: {"partialSuccess": {"rejectedSpans" (or
+// "rejectedDataPoints"): "3" or 3, "errorMessage": "..."}}.
+std::optional<Answer> read_json_answer(std::string_view body) {
+  const Json reply = Json::parse(body, nullptr, false);
+  if (reply.is_discarded() || !reply.is_object()) return std::nullopt;
+  Answer answer;
+  const auto partial = reply.find("partialSuccess");
+  if (partial == reply.end() || partial->is_null()) return answer;
+  if (!partial->is_object()) return std::nullopt;
+  for (const char* key : {"rejectedSpans", "rejectedDataPoints"}) {
+    const auto count = partial->find(key);
+    if (count == partial->end()) continue;
+    if (count->is_number_integer()) {
+      answer.rejected = static_cast<std::uint64_t>(std::max<std::int64_t>(count->get<std::int64_t>(), 0));
+    } else if (count->is_string()) {
+      const auto& text = count->get_ref<const std::string&>();
+      std::int64_t n = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+      answer.rejected = static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0));
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (const auto message = partial->find("errorMessage"); message != partial->end() && message->is_string()) {
+    answer.message = message->get<std::string>();
+  }
+  return answer;
+}
+
+// What a 2xx `response` says, or nullopt when it is no OTLP response.
+std::optional<Answer> read_answer(const HttpResponse& response) {
+  std::string type;
+  if (auto header = response.header("content-type")) {
+    type = std::string(trim(header->substr(0, header->find(';'))));
+    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  }
+  const bool protobuf = type == "application/x-protobuf" || type == "application/protobuf";
+  const bool json = type == "application/json";
+  if (response.body.empty() && (type.empty() || protobuf || json)) return Answer{};  // an empty message
+  if (!protobuf && !json) return std::nullopt;
+  auto answer = protobuf ? read_protobuf_answer(response.body) : read_json_answer(response.body);
+  if (!answer) return Answer{.readable = false};
+  return answer;
+}
 }  // namespace
 
 std::string_view to_string(OtlpProtocol protocol) noexcept {
@@ -533,10 +649,12 @@ struct OtlpExporter::Impl {
     return page;
   }
   void export_metrics();
-  // Posts one request; false (logged, counted) when it failed.
+  // Posts one request: how many of its items the endpoint rejected (a
+  // partial success, logged), or nullopt when it failed (logged, counted).
   // `what` names the payload ("3 spans"), `outcome` what a failure means for it.
   // `payload` is lent to the request and handed back, so its buffer is reused.
-  bool post(const std::string& url, std::string& payload, std::string_view what, std::string_view outcome);
+  std::optional<std::uint64_t> post(const std::string& url, std::string& payload, std::string_view what,
+                                    std::string_view outcome);
   // `text` with no configured header value in it: redacted, or withheld
   // when a value too short for the redactor still shows.
   std::string scrub(std::string text) const;
@@ -663,8 +781,9 @@ void OtlpExporter::Impl::run() {
       lock.unlock();
       if (send_metrics) export_metrics();
       if (const auto d = dropped.load(std::memory_order_relaxed); d != dropped_reported) {
-        logger->warn("OTLP exporter: {} spans dropped so far (the queue of {} was full, or the exporter shut down)", d,
-                     capacity);
+        logger->warn("OTLP exporter: {} spans dropped so far (the queue of {} was full, the exporter shut down, or "
+                     "the endpoint rejected them)",
+                     d, capacity);
         dropped_reported = d;
       }
       lock.lock();
@@ -696,8 +815,10 @@ void OtlpExporter::Impl::export_spans(std::span<const trace::Span> spans) {
     encode_traces_protobuf(spans, resource, body);
   }
   const std::string what = spans.size() == 1 ? "1 span" : std::to_string(spans.size()) + " spans";
-  if (post(traces_url, body, what, "dropped")) {
-    exported.fetch_add(spans.size(), std::memory_order_relaxed);
+  if (const auto rejected = post(traces_url, body, what, "dropped")) {
+    const std::uint64_t refused = std::min<std::uint64_t>(*rejected, spans.size());
+    exported.fetch_add(spans.size() - refused, std::memory_order_relaxed);
+    dropped.fetch_add(refused, std::memory_order_relaxed);
   }
 }
 
@@ -708,11 +829,12 @@ void OtlpExporter::Impl::export_metrics() {
   std::string payload = options.protocol == OtlpProtocol::http_json ? encode_metrics_json(histograms, resource)
                                                                     : encode_metrics_protobuf(histograms, resource);
   // The values are cumulative: a failed export is made good by the next one.
+  // Rejected data points are logged; sending them again would be rejected again.
   if (!post(metrics_url, payload, "metrics", "their values go with the next export")) metrics_dirty = true;
 }
 
-bool OtlpExporter::Impl::post(const std::string& url, std::string& payload, std::string_view what,
-                              std::string_view outcome) {
+std::optional<std::uint64_t> OtlpExporter::Impl::post(const std::string& url, std::string& payload,
+                                                      std::string_view what, std::string_view outcome) {
   HttpRequest request{.method = "POST", .url = url, .headers = request_headers, .body = std::move(payload)};
   // The buffer goes back to the caller, whatever the outcome, to be reused.
   struct GiveBack {
@@ -722,12 +844,28 @@ bool OtlpExporter::Impl::post(const std::string& url, std::string& payload, std:
   } give_back{payload, request.body};
   // The deadline bounds the retries too; `cancel` ends it at a shutdown deadline.
   const CancellationToken deadline = cancel.child(Steady::now() + options.export_timeout);
+  std::string reason;
   try {
-    transport.send(request, &deadline);
-    return true;
+    const HttpResponse response = transport.send(request, &deadline);
+    if (auto answer = read_answer(response)) {
+      if (!answer->readable) {
+        logger->warn("OTLP export of {} to {}: the endpoint's answer (status {}) does not decode as an OTLP response; "
+                     "taken as received",
+                     what, url_for_messages(url), response.status);
+      } else if (answer->rejected > 0) {
+        logger->warn("OTLP export of {} to {}: the endpoint rejected {} of them: {}", what, url_for_messages(url),
+                     answer->rejected, scrub(answer->message));
+      } else if (!answer->message.empty()) {
+        logger->warn("OTLP export of {} to {}: accepted with a warning: {}", what, url_for_messages(url),
+                     scrub(answer->message));
+      }
+      return answer->rejected;
+    }
+    const auto type = response.header("content-type");
+    reason = "the endpoint answered " + std::to_string(response.status) + " with " +
+             (type ? "content type '" + scrub(std::string(type->substr(0, 100))) + "'" : std::string("no content type")) +
+             ", not an OTLP response (a proxy, or a URL that is no OTLP/HTTP receiver?)";
   } catch (const std::exception& e) {
-    failed.fetch_add(1, std::memory_order_relaxed);
-    std::string reason;
     if (cancel.stop_requested()) {
       reason = "cancelled by the exporter's shutdown";
     } else if (deadline.past_deadline()) {
@@ -737,9 +875,10 @@ bool OtlpExporter::Impl::post(const std::string& url, std::string& payload, std:
     } else {
       reason = scrub(e.what());
     }
-    logger->warn("OTLP export of {} to {} failed ({}): {}", what, url_for_messages(url), outcome, reason);
-    return false;
   }
+  failed.fetch_add(1, std::memory_order_relaxed);
+  logger->warn("OTLP export of {} to {} failed ({}): {}", what, url_for_messages(url), outcome, reason);
+  return std::nullopt;
 }
 
 std::string OtlpExporter::Impl::scrub(std::string text) const {

@@ -195,11 +195,31 @@ const server = createServer((req, res) => {
       return;
     }
     record({ path: url.pathname, encoding, status: 200, headers: req.headers, request });
+    const query = url.searchParams;
+    if (query.get('html') === '1') {
+      // A proxy or a web server on the wrong URL: 200, but no OTLP response.
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Welcome</body></html>');
+      return;
+    }
+    if (query.get('garbage') === '1') {
+      // The right content type, a body that is no protobuf message.
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from([0xff, 0xff, 0xff]));
+      return;
+    }
+    // ?rejected=N&error=TEXT: a partial success, as OTLP/HTTP describes it.
+    const reply = {};
+    if (query.has('rejected')) {
+      const rejected = Number(query.get('rejected'));
+      reply.partialSuccess = {
+        errorMessage: query.get('error') ?? '',
+        ...(url.pathname === '/v1/traces' ? { rejectedSpans: rejected } : { rejectedDataPoints: rejected }),
+      };
+    }
+    const response = signal.response.fromObject(reply);
     if (encoding === 'json') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(signal.response.toObject(response, { longs: String })));
     } else {
-      const empty = signal.response.encode(signal.response.create({})).finish();
-      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(empty));
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(signal.response.encode(response).finish()));
     }
   });
 });

@@ -919,6 +919,80 @@ TEST_CASE("otlp exporter: on_end never waits for a receiver that hangs, and shut
   CHECK(exporter.failed_exports() == 1);
 }
 
+TEST_CASE("otlp exporter: a 200 that is no OTLP response (a proxy's page) fails the export, never counts as sent",
+          "[otlp]") {
+  LogCapture log;
+  Receiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.traces_endpoint = receiver.base() + "/v1/traces?html=1";
+  o.schedule_delay = 60s;
+  o.logger = log.logger();
+  auto exporter = std::make_unique<OtlpExporter>(o);
+  exporter->on_end(plain_span(1));
+  exporter->on_end(plain_span(2));
+  REQUIRE(exporter->flush(8s));
+  CHECK(receiver.requests("/v1/traces").size() == 1);  // it was sent, and answered 200
+  CHECK(exporter->exported_spans() == 0);
+  CHECK(exporter->failed_exports() == 1);
+  exporter.reset();
+  CHECK_THAT(log.text(), Catch::Contains("OTLP export of 2 spans to http://127.0.0.1:") &&
+                             Catch::Contains("failed (dropped): the endpoint answered 200 with content type "
+                                             "'text/html', not an OTLP response"));
+}
+
+TEST_CASE("otlp exporter: a partial success counts the rejected spans as dropped and logs why, without secrets",
+          "[otlp]") {
+  const auto protocol = GENERATE(OtlpProtocol::http_protobuf, OtlpProtocol::http_json);
+  INFO("protocol " << agentkit::providers::to_string(protocol));
+  LogCapture log;
+  Receiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.protocol = protocol;
+  o.headers = {{"authorization", "Bearer sk-secret-123456"}};
+  o.schedule_delay = 60s;
+  o.logger = log.logger();
+  SECTION("spans rejected") {
+    o.traces_endpoint =
+        receiver.base() + "/v1/traces?rejected=2&error=attribute%20too%20long%20for%20Bearer%20sk-secret-123456";
+    auto exporter = std::make_unique<OtlpExporter>(o);
+    for (int i = 0; i < 5; ++i) exporter->on_end(plain_span(i));
+    REQUIRE(exporter->flush(8s));
+    CHECK(exporter->exported_spans() == 3);
+    CHECK(exporter->dropped_spans() == 2);
+    CHECK(exporter->failed_exports() == 0);
+    exporter.reset();
+    CHECK_THAT(log.text(), Catch::Contains("OTLP export of 5 spans to http://127.0.0.1:") &&
+                               Catch::Contains("the endpoint rejected 2 of them: attribute too long for ") &&
+                               !Catch::Contains("sk-secret-123456"));
+  }
+  SECTION("nothing rejected, a warning") {
+    o.traces_endpoint = receiver.base() + "/v1/traces?rejected=0&error=slow%20down";
+    auto exporter = std::make_unique<OtlpExporter>(o);
+    for (int i = 0; i < 5; ++i) exporter->on_end(plain_span(i));
+    REQUIRE(exporter->flush(8s));
+    CHECK(exporter->exported_spans() == 5);
+    CHECK(exporter->dropped_spans() == 0);
+    exporter.reset();
+    CHECK_THAT(log.text(), Catch::Contains("accepted with a warning: slow down"));
+  }
+}
+
+TEST_CASE("otlp exporter: a 200 answer that does not decode is taken as received, with a warning", "[otlp]") {
+  LogCapture log;
+  Receiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.traces_endpoint = receiver.base() + "/v1/traces?garbage=1";
+  o.schedule_delay = 60s;
+  o.logger = log.logger();
+  auto exporter = std::make_unique<OtlpExporter>(o);
+  exporter->on_end(plain_span(1));
+  REQUIRE(exporter->flush(8s));
+  CHECK(exporter->exported_spans() == 1);
+  CHECK(exporter->failed_exports() == 0);
+  exporter.reset();
+  CHECK_THAT(log.text(), Catch::Contains("does not decode as an OTLP response; taken as received"));
+}
+
 TEST_CASE("otlp exporter: a full queue drops spans and counts them", "[otlp]") {
   Receiver receiver("hang");
   OtlpOptions o = options_for(receiver);

@@ -252,7 +252,11 @@ class GenAiMetrics {
 // that fails (connection refused, a non-2xx status after the transport's
 // bounded retries, export_timeout) is logged on the options' logger without
 // any header value, counted (failed_exports()) and its batch dropped; it is
-// never thrown into a run. The GenAI metrics are recorded on the export
+// never thrown into a run. So is a 2xx answer that is no OTLP response (a
+// proxy's or a web server's page: any content type but protobuf or JSON
+// with a body), since nothing says the spans arrived. A partial success
+// (the answer's partial_success) logs the endpoint's message and counts the
+// spans it rejected as dropped. The GenAI metrics are recorded on the export
 // thread from each span it takes from the queue (a dropped span records
 // none) and sent with the spans' schedule, when new values were recorded.
 //
@@ -280,8 +284,9 @@ class OtlpExporter final : public trace::SpanSink {
   // spans still queued are dropped. Calls after the first return at once.
   void shutdown(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
-  // Spans dropped: the queue was full, the exporter was shut down, or the
-  // shutdown deadline passed before they were sent.
+  // Spans dropped: the queue was full, the exporter was shut down, the
+  // shutdown deadline passed before they were sent, or the endpoint
+  // rejected them (an OTLP partial success).
   std::uint64_t dropped_spans() const noexcept;
   // Export requests (traces or metrics) that failed.
   std::uint64_t failed_exports() const noexcept;
