@@ -9,7 +9,6 @@ namespace {
 using trace::Attribute;
 using trace::Span;
 
-// The value is made in its place in the span (no variant moved or destroyed).
 template <class Value>
 void add(Span& span, trace::AttributeKey key, Value&& value) {
   span.attributes.emplace_back(std::move(key), std::forward<Value>(value));

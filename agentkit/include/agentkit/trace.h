@@ -70,6 +70,11 @@ class AttributeKey {
 
 using AttributeValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::string>>;
 struct Attribute {
+  // The value is made in its place in the attribute, so emplace_back builds
+  // it where it stays (no variant moved or destroyed).
+  template <class Value>
+  Attribute(AttributeKey key, Value&& value) : key(std::move(key)), value(std::forward<Value>(value)) {}
+
   AttributeKey key;
   AttributeValue value;
 };
