@@ -15,7 +15,7 @@ namespace agentkit::cognition {
 
 struct CheckpointWriter::Lane {
   struct Job {
-    Save save;
+    std::unique_ptr<Save> save;
     After after;
   };
 
@@ -149,14 +149,15 @@ class StoreWriter {
   }
 
   static void write(Lane& lane, Lane::Job& job, std::optional<std::string>& problem, ErrorCode& code) {
-    RunState& state = job.save.state;
+    CheckpointWriter::Save& save = *job.save;
+    RunState& state = save.state;
     std::vector<Message>& history = lane.history;
-    if (job.save.from > history.size()) job.save.from = history.size();
-    history.resize(job.save.from);
-    for (auto& m : job.save.appended) history.push_back(std::move(m));
+    if (save.from > history.size()) save.from = history.size();
+    history.resize(save.from);
+    for (auto& m : save.appended) history.push_back(std::move(m));
     state.history = std::move(history);
     try {
-      if (!lane.checkpoint->save(state, job.save.spans)) {
+      if (!lane.checkpoint->save(state, save.spans)) {
         problem = "run '" + state.run_id + "' was taken over by another process; this one stopped advancing it";
         code = ErrorCode::aborted;
       }
@@ -253,7 +254,7 @@ CheckpointWriter::~CheckpointWriter() {
   // writer thread waits for its next run.
 }
 
-std::uint64_t CheckpointWriter::save(Save save, After after) {
+std::uint64_t CheckpointWriter::save(std::unique_ptr<Save> save, After after) {
   writer_->push(lane_, Lane::Job{std::move(save), std::move(after)});
   return ++queued_;
 }

@@ -59,10 +59,12 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   using After = std::function<void(const std::optional<std::string>& problem, const RunState& state)>;
-  // Queues a save and returns its sequence number (1, 2, ...). `after`
+  // Queues a save and returns its sequence number (1, 2, ...). The save is
+  // handed over whole, by pointer: filled once where it stays, it is never
+  // moved (a RunState is over a kilobyte). `after`
   // (optional) runs on the writer once the save is done, with why it failed
   // (nullopt: it was written). After a failure the rest is skipped.
-  std::uint64_t save(Save save, After after = nullptr);
+  std::uint64_t save(std::unique_ptr<Save> save, After after = nullptr);
   // Every queued save is written (or skipped after a failure).
   bool idle() const;
   // Saves queued before save number `seq` are not all done yet.

@@ -578,16 +578,16 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // The state for the writer: everything but the history, and the messages
   // appended since the last save.
-  CheckpointWriter::Save snapshot() {
-    CheckpointWriter::Save save;
+  std::unique_ptr<CheckpointWriter::Save> snapshot() {
+    auto save = std::make_unique<CheckpointWriter::Save>();
     std::vector<Message> history = std::move(st_.history);
-    save.state = st_;
+    save->state = st_;
     st_.history = std::move(history);
     if (st_.history.size() < sent_) sent_ = 0;  // never shrinks; if it did, it is sent whole
-    save.from = sent_;
-    save.appended.assign(st_.history.begin() + static_cast<std::ptrdiff_t>(sent_), st_.history.end());
+    save->from = sent_;
+    save->appended.assign(st_.history.begin() + static_cast<std::ptrdiff_t>(sent_), st_.history.end());
     sent_ = st_.history.size();
-    save.spans = tracer_.take_stored();
+    save->spans = tracer_.take_stored();
     return save;
   }
 
