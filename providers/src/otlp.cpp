@@ -692,6 +692,10 @@ struct OtlpExporter::Impl {
   const std::size_t capacity;
   const std::size_t batch;
   std::size_t size = 0;      // spans in `current` and `sealed`
+  // Spans the thread has read back into `outgoing` and not yet exported, as
+  // of its last time under the lock: with `size`, what counts towards a
+  // batch (a batch may be partly read back before its last span is queued).
+  std::size_t held = 0;
   std::uint64_t pushed = 0;  // spans ever queued
   std::uint64_t taken = 0;   // spans ever read back from the pages (into `outgoing`)
   // A drain exports every span queued when it began, then the metrics: on a
@@ -720,7 +724,7 @@ void OtlpExporter::Impl::run() {
   auto next_tick = Steady::now() + options.schedule_delay;
   for (;;) {
     wake.wait_until(lock, next_tick, [&] {
-      return draining || stopping || !sealed.empty() || size >= batch || flush_requested != flush_started;
+      return draining || stopping || !sealed.empty() || size + held >= batch || flush_requested != flush_started;
     });
     if (abandon ||
         (stopping && size == 0 && outgoing.empty() && !draining && flush_requested == flush_started)) {
@@ -738,7 +742,7 @@ void OtlpExporter::Impl::run() {
     }
     // Sealed pages are read whenever the thread is awake; the page being
     // filled too when a batch is queued or a drain needs its spans.
-    if (current.spans > 0 && (size >= batch || (draining && taken < drain_target))) {
+    if (current.spans > 0 && (size + held >= batch || (draining && taken < drain_target))) {
       sealed.push_back(std::move(current));
       current = Page{};
     }
@@ -755,6 +759,7 @@ void OtlpExporter::Impl::run() {
         page.used = page.spans = 0;
       }
       lock.lock();
+      held = outgoing.size();
       for (Page& page : reading) {
         if (page.capacity == kPageBytes) spare.push_back(std::move(page));
       }
@@ -773,6 +778,7 @@ void OtlpExporter::Impl::run() {
       }
       outgoing.erase(outgoing.begin(), outgoing.begin() + static_cast<std::ptrdiff_t>(done));
       lock.lock();
+      held = outgoing.size();
       continue;
     }
     if (draining && !drain_pending) {
@@ -943,8 +949,9 @@ void OtlpExporter::on_end(trace::Span span) {
   ++s.current.spans;
   ++s.size;
   ++s.pushed;
-  // A full batch, or kWakePages of large spans, wakes the thread; otherwise its schedule does.
-  const bool wake = s.size == s.batch || (sealed && s.sealed.size() == kWakePages);
+  // A full batch (counting the spans the thread holds read back), or
+  // kWakePages of large spans, wakes the thread; otherwise its schedule does.
+  const bool wake = s.size + s.held == s.batch || (sealed && s.sealed.size() == kWakePages);
   lock.unlock();
   if (wake) s.wake.notify_one();
 }

@@ -735,6 +735,20 @@ TEST_CASE("otlp exporter: a full batch is sent at once, a partial one on the sch
     CHECK(receiver.spans().size() == 6);
     CHECK(exporter.exported_spans() == 6);
   }
+  SECTION("a batch completed while the thread holds part of it read back is sent at once") {
+    // Span 4 lands before the thread reads the page: it reads four, sends
+    // three and holds one; spans 5 and 6 complete a batch with the one held.
+    o.schedule_delay = 60s;
+    OtlpExporter exporter(o);
+    for (int round = 1; round <= 10; ++round) {
+      for (int i = 1; i <= 4; ++i) exporter.on_end(plain_span(i));
+      std::this_thread::sleep_for(50ms);
+      exporter.on_end(plain_span(5));
+      exporter.on_end(plain_span(6));
+      REQUIRE(eventually([&] { return exporter.exported_spans() == 6u * round; }, 3s));
+    }
+    CHECK(receiver.spans().size() == 60);
+  }
   SECTION("the schedule sends a partial batch without a flush") {
     o.schedule_delay = 200ms;
     OtlpExporter exporter(o);
