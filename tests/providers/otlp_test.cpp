@@ -736,8 +736,9 @@ TEST_CASE("otlp exporter: a full batch is sent at once, a partial one on the sch
     CHECK(exporter.exported_spans() == 6);
   }
   SECTION("a batch completed while the thread holds part of it read back is sent at once") {
-    // Span 4 lands before the thread reads the page: it reads four, sends
-    // three and holds one; spans 5 and 6 complete a batch with the one held.
+    // When span 4 lands before the thread reads the page (most rounds; the
+    // test fails if any round stalls), the thread reads four, sends three
+    // and holds one; spans 5 and 6 complete a batch with the one held.
     o.schedule_delay = 60s;
     OtlpExporter exporter(o);
     for (int round = 1; round <= 10; ++round) {
