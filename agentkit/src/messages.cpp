@@ -242,25 +242,34 @@ ToolCall tool_call_from_json(const Json& j) {
   return c;
 }
 
+namespace {
+
+// In place: a string that is valid UTF-8 (the common case) is only read.
+void sanitize_text(std::string& text) {
+  if (!is_valid_utf8(text)) text = sanitize_utf8(std::move(text));
+}
+
+}  // namespace
+
 Message sanitize_utf8(Message m) {
   for (auto& part : m.content) {
-    std::visit(Overloaded{[](TextPart& p) { p.text = sanitize_utf8(std::move(p.text)); },
-                          [](ImagePart& p) { p.media_type = sanitize_utf8(std::move(p.media_type)); },
+    std::visit(Overloaded{[](TextPart& p) { sanitize_text(p.text); },
+                          [](ImagePart& p) { sanitize_text(p.media_type); },
                           [](FilePart& p) {
-                            p.media_type = sanitize_utf8(std::move(p.media_type));
-                            p.name = sanitize_utf8(std::move(p.name));
+                            sanitize_text(p.media_type);
+                            sanitize_text(p.name);
                           },
-                          [](ReasoningPart& p) { p.text = sanitize_utf8(std::move(p.text)); },
-                          [](RefusalPart& p) { p.text = sanitize_utf8(std::move(p.text)); }},
+                          [](ReasoningPart& p) { sanitize_text(p.text); },
+                          [](RefusalPart& p) { sanitize_text(p.text); }},
                part);
   }
-  m.tool_call_id = sanitize_utf8(std::move(m.tool_call_id));
-  m.tool_name = sanitize_utf8(std::move(m.tool_name));
+  sanitize_text(m.tool_call_id);
+  sanitize_text(m.tool_name);
   for (auto& call : m.tool_calls) {
-    call.id = sanitize_utf8(std::move(call.id));
-    call.name = sanitize_utf8(std::move(call.name));
+    sanitize_text(call.id);
+    sanitize_text(call.name);
     call.arguments = sanitize_utf8(std::move(call.arguments));
-    call.arguments_text = sanitize_utf8(std::move(call.arguments_text));
+    sanitize_text(call.arguments_text);
   }
   return m;
 }

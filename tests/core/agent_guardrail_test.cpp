@@ -273,3 +273,53 @@ TEST_CASE("on a pool, a tripwire and a repair act as they do inline", "[guardrai
   CHECK(second[second.size() - 2].text() == "over the cap");
   CHECK(second.back().text() == "refunded 20");
 }
+
+TEST_CASE("a call's arguments reach its tool, its after-guardrail and a suspended run's state whole",
+          "[agent][arguments]") {
+  // The engine lends each call its batch entry's arguments while it runs and
+  // takes them back when the batch is collected: whatever reads the batch
+  // afterwards must still see what the model sent.
+  const bool pooled = GENERATE(false, true);
+  CAPTURE(pooled);
+  Refunds refunds;
+  auto seen = std::make_shared<std::vector<Json>>();
+  AgentOptions options;
+  options.tool_guardrails.push_back({.name = "watch",
+                                     .after = [seen](const agentkit::ToolCall& c, const agentkit::CallOutcome&,
+                                                     const RunContext&) {
+                                       seen->push_back(c.arguments);
+                                       return GuardrailVerdict::pass();
+                                     }});
+  Agent support("support", "fake", "You help.", react({refunds.tool}), options);
+  const Json first = {{"order_id", "A-1"}, {"amount_usd", 20}};
+  const Json second = {{"order_id", "A-2"}, {"amount_usd", 30}};
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("c1", "refund", first)}},
+      Turn{.tool_calls = {call("c2", "refund", second)}},
+      Turn{.content = "refunded both"},
+  });
+  auto ctx = make_test_ctx({.llm = llm,
+                            .executor = pooled ? std::make_shared<agentkit::ThreadPoolExecutor>(2) : nullptr});
+  auto result = support.run("Refund A-1 and A-2", ctx);
+  REQUIRE(result.stop_reason == StopReason::answered);
+  CHECK(*refunds.ran == std::vector<double>{20, 30});
+  CHECK(*seen == std::vector<Json>{first, second});
+
+  SECTION("a call paused for approval keeps its arguments in the state, and runs with them once approved") {
+    refunds.ran->clear();
+    seen->clear();
+    llm->rewind();
+    ctx.autonomy = agentkit::Autonomy::gated;
+    auto paused = support.run("Refund A-1 and A-2", ctx);
+    REQUIRE(paused.stop_reason == StopReason::suspended);
+    REQUIRE(paused.state.batch.size() == 1);
+    CHECK(paused.state.batch[0].arguments == first);
+    CHECK(refunds.ran->empty());
+    auto resumed = support.resume(std::move(paused.state), {{"c1", agentkit::Decision::approve()}}, ctx);
+    REQUIRE(resumed.stop_reason == StopReason::suspended);  // c2 pauses in turn
+    REQUIRE(resumed.state.batch.size() == 1);
+    CHECK(resumed.state.batch[0].arguments == second);
+    CHECK(*refunds.ran == std::vector<double>{20});
+    CHECK(*seen == std::vector<Json>{first});
+  }
+}

@@ -293,7 +293,8 @@ class FunctionTool final : public Tool {
                               accepted_);
     }
     DecodeState st(limits_);
-    for (const auto& [key, value] : arguments.items()) {
+    // The object's own map: items() would build a proxy (with a string) per key.
+    for (const auto& [key, value] : arguments.get_ref<const Json::object_t&>()) {
       if (is_accepted(key)) continue;
       if (drop_context_keys_ && (key == "ctx" || key == "context")) continue;
       if constexpr (kTakesExtras) {
