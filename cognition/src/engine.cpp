@@ -1365,9 +1365,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
 
   // Hands each call's arguments back to the batch, once per batch, first
   // thing once it is collected or abandoned (record_calls, or a stop that
-  // records none). A call still running on a worker only
-  // reads its own, so the batch gets a copy of those; a call not yet
-  // started never will be once settled.
+  // records none). A call still running on a worker only reads its own, so
+  // the batch gets a copy of those; a call not yet started never will be
+  // once settled.
   void return_arguments(std::vector<CallSlot>& calls) {
     for (std::size_t k = 0; k < calls.size(); ++k) {
       Json& arguments = st_.batch[call_index_[k]].arguments;
