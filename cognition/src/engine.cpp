@@ -1512,7 +1512,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   void append_results() {
     // The batch and its outcomes are cleared below: their strings move.
     for (std::size_t i = 0; i < st_.batch.size(); ++i) {
-      const ToolCall& call = st_.batch[i];
+      ToolCall& call = st_.batch[i];
       auto& outcome = st_.outcomes[i];
       st_.history.push_back(Message::tool_result(std::move(call.id), std::move(call.name), std::move(outcome->text),
                                                  outcome->is_error));
