@@ -1303,14 +1303,13 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     for (const std::size_t i : call_index_) {
       const ToolCall& call = st_.batch[i];
       ToolPtr tool = strategy_->tools().find(call.name);
-      if (ctx_.observed()) ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
       auto& slot = calls_->emplace_back(ctx_, call.arguments);
       slot.ctx.cancellation = ctx_.cancellation.child(deadline);
       if (tracer_.on()) slot.ctx.call_span_id = slot.span_id = tracer_.tool_span_id();  // a sub-run hangs under the call
       slot.request.call_id = call.id;
       slot.request.name = call.name;
       slot.request.tool = tool;
-      slot.request.side_effecting = tool && tool->side_effecting_for(slot.request.arguments);
+      slot.request.side_effecting = tool && tool->side_effecting_for(call.arguments);
       if (std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end()) {
         auto proposed = st_.proposed.find(call.id);
         slot.request.approval = issue(slot.request, proposed == st_.proposed.end() ? Json() : proposed->second);
@@ -1320,6 +1319,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
+      if (ctx_.observed()) ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
     }
     auto executor = ctx_.executor;
     if (!executor || executor->inline_execution()) {
