@@ -198,9 +198,11 @@ bool Checkpoint::save(const RunState& state, const std::vector<trace::Span>& spa
   if (!written) return false;
   // The first save claimed the run: its calls run from now on only while
   // the ledger's owner record names this writer (see StoreLedger's Fencing),
-  // written before any of them starts.
+  // written before any of them starts. Not written when a later holder has
+  // already claimed it: this writer's calls are then given back unrun, and
+  // its next save fails.
   version_ = *written;
-  if (!claimed_) put(ledger_->owner_key(), writer_);
+  if (!claimed_) (void)ledger_->claim_owner(version_);
   claimed_ = true;
   sealed_ = std::move(sealed);
   return true;

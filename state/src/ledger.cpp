@@ -53,6 +53,33 @@ std::vector<ContentPart> parts_of(const Json& record) {
   return parts;
 }
 
+// The owner record (see Fencing in the header): who holds the run, and the
+// version of the run's document its first save wrote; a finished run's
+// record names no one. A bare writer id (a record from before the version
+// was kept) or a record that does not read back names that text, at
+// version 0, so any holder that saves again replaces it.
+struct Owner {
+  std::string writer;
+  std::int64_t version = 0;
+  bool finished = false;
+};
+
+Owner owner_of(const std::string& value) {
+  const Json record = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object()) return {.writer = value};
+  Owner owner;
+  if (const auto finished = record.find("finished"); finished != record.end()) owner.finished = *finished == true;
+  if (const auto writer = record.find("writer"); writer != record.end() && writer->is_string()) {
+    owner.writer = writer->get<std::string>();
+  }
+  if (const auto version = record.find("version"); version != record.end() && version->is_number_integer()) {
+    owner.version = version->get<std::int64_t>();
+  }
+  return owner;
+}
+
+const std::string kFinishedOwner = Json{{"finished", true}}.dump();
+
 // A short, stable store key for a long call key.
 std::string hashed(const std::string& text) { return detail::fnv1a_hex(text); }
 
@@ -99,7 +126,7 @@ std::optional<ToolResult> StoreLedger::claim(const ToolRequest& request, const s
   }
   if (!owner_.empty()) {
     const auto holder = store_->get(owner_key());
-    if (!holder || holder->value != owner_) {
+    if (!holder || owner_of(holder->value).writer != owner_) {
       // Fails only when the new holder already read the intent (then it
       // reported outcome_unknown, which stays the call's answer).
       (void)store_->compare_and_set(key, *claimed, Json{{"state", "released"}}.dump());
@@ -162,8 +189,34 @@ void StoreLedger::remember(const std::string& call, const ToolResult& result) co
   store_->put(prefix_ + "same/" + hashed(call), canonical_dump(record));
 }
 
+bool StoreLedger::claim_owner(std::int64_t version) const {
+  const std::string mine = canonical_dump(Json{{"version", version}, {"writer", owner_}});
+  const std::string key = owner_key();
+  return store_detail::retry_transient(
+      [&] {
+        // A lost compare-and-set means another holder wrote the record
+        // meanwhile: read it again and compare.
+        for (;;) {
+          const auto current = store_->get(key);
+          if (current) {
+            if (current->value == mine) return true;  // an earlier try's write that landed
+            const Owner holder = owner_of(current->value);
+            if (holder.finished || holder.version >= version) return false;
+          }
+          if (store_->compare_and_set(key, current ? current->version : 0, mine)) return true;
+        }
+      },
+      kWriteAttempts, kWriteBackoff);
+}
+
 void StoreLedger::clear() const {
-  for (const auto& [key, entry] : store_->list(prefix_)) store_->erase(key);
+  const std::string owner = owner_key();
+  // Finished before any record goes: a stale holder then finds every call
+  // key free but the run no one's.
+  if (!owner_.empty()) store_->put(owner, kFinishedOwner);
+  for (const auto& [key, entry] : store_->list(prefix_)) {
+    if (owner_.empty() || key != owner) store_->erase(key);
+  }
 }
 
 }  // namespace agentkit::state

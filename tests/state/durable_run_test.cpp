@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <optional>
+#include <utility>
 #include <thread>
 
 #include <agentkit/agent.h>
@@ -17,6 +20,7 @@
 #include <agentkit/testing/test_context.h>
 
 #include "../helpers/cut_store.h"
+#include "../helpers/ledger_left.h"
 #include "../helpers/recording_store.h"
 #include "../helpers/tool_calls.h"
 
@@ -93,7 +97,7 @@ TEST_CASE("a durable run checkpoints at every step boundary", "[durable]") {
   CHECK(stored->output == "noted");
   CHECK(stored->history.size() == 4);
   // The ledger records are dropped once the run is over.
-  CHECK(store->list(agentkit::state::scoped_key(ctx.scope, "ledger/")).empty());
+  CHECK(agentkit_test::only_finished_owner_left(*store, agentkit::state::keys::ledger(ctx.scope, "r1")));
   CHECK(agentkit::interrupted_runs(*store, ctx.scope).empty());
 }
 
@@ -440,7 +444,8 @@ TEST_CASE("idempotent() holds across processes: an identical call after a resume
   CHECK(refund.runs == 1);
   CHECK(send.runs == 1);  // answered from the run's ledger, not sent twice
   CHECK(llm->requests().at(1).messages.back().text() == "done: hello");
-  CHECK(store->list(agentkit::state::scoped_key(second.scope, "ledger/twice/")).empty());  // dropped at the end
+  // dropped at the end
+  CHECK(agentkit_test::only_finished_owner_left(*store, agentkit::state::keys::ledger(second.scope, "twice")));
 }
 
 TEST_CASE("StoreLedger: intent, outcome, replay", "[durable][ledger]") {
@@ -524,10 +529,11 @@ TEST_CASE("a checkpoint's ledger is fenced: a holder that lost the run never run
   CHECK_FALSE(b.ledger()->begin(pay).has_value());
   b.ledger()->end(pay, agentkit::ToolResult::ok(Json("paid")));
 
-  // B finishes: the ledger's records (the owner's too) are dropped. A, still
-  // paused at `pay`, finds its key free but the run not its own.
+  // B finishes: the ledger's records are dropped, but the owner's, marked
+  // finished. A, still paused at `pay`, finds its key free but the run not
+  // its own.
   b.tidy();
-  CHECK(store->list(agentkit::state::keys::ledger({}, "r1")).empty());
+  CHECK(agentkit_test::only_finished_owner_left(*store, agentkit::state::keys::ledger({}, "r1")));
   const auto after_tidy = a.ledger()->begin(pay);
   REQUIRE(after_tidy);
   CHECK(after_tidy->status == agentkit::ToolResult::Status::error);
@@ -540,6 +546,103 @@ TEST_CASE("a checkpoint's ledger is fenced: a holder that lost the run never run
   REQUIRE(c2.save(state));
   REQUIRE(c1.ledger()->begin(refund));  // fenced out
   CHECK_FALSE(c2.ledger()->begin(refund).has_value());
+}
+
+namespace {
+
+// A store that runs `meanwhile` once, just before the first write (put or
+// compare-and-set) of a key holding `key_part` goes through: what another
+// process does while this one is paused just before that write.
+class MeanwhileStore final : public agentkit::state::Store {
+ public:
+  MeanwhileStore(std::shared_ptr<agentkit::state::Store> inner, std::string key_part, std::function<void()> meanwhile)
+      : inner_(std::move(inner)), key_part_(std::move(key_part)), meanwhile_(std::move(meanwhile)) {}
+  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
+  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
+    before(key);
+    return inner_->put(key, std::move(value), ttl);
+  }
+  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
+                                              Ttl ttl) override {
+    before(key);
+    return inner_->compare_and_set(key, expected, std::move(value), ttl);
+  }
+  bool erase(std::string_view key) override { return inner_->erase(key); }
+  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
+    return inner_->list(prefix);
+  }
+
+ private:
+  void before(std::string_view key) {
+    if (key.find(key_part_) == std::string_view::npos || !meanwhile_) return;
+    std::exchange(meanwhile_, nullptr)();
+  }
+
+  std::shared_ptr<agentkit::state::Store> inner_;
+  std::string key_part_;
+  std::function<void()> meanwhile_;
+};
+
+}  // namespace
+
+TEST_CASE("a holder paused between its first save and its owner record never takes the run back", "[durable][ledger]") {
+  // A's save claims the run; before A names itself in the ledger's owner
+  // record, it is paused past its lease and B takes the run over. A's late
+  // write must not make the run A's again.
+  auto store = std::make_shared<InMemoryStore>();
+  Counter c;
+  agentkit::ToolRequest pay{.call_id = "a", .name = "pay", .tool = c.tool("pay", true), .ledger_key = "1/a"};
+  agentkit::ToolRequest ship{.call_id = "b", .name = "ship", .tool = c.tool("ship", true), .ledger_key = "1/b"};
+  RunState state;
+  state.run_id = "r1";
+  std::optional<agentkit::Checkpoint> b;
+  const auto b_takes_over = [&] {
+    b.emplace(store, agentkit::Scope{}, "r1", agentkit::state::load_stored_run(*store, {}, "r1").value().version);
+    REQUIRE(b->save(state));
+  };
+
+  SECTION("B ran a call and finished the run: A finds the call's key free, but the run no one's") {
+    agentkit::Checkpoint a(std::make_shared<MeanwhileStore>(store, "/owner",
+                                                            [&] {
+                                                              b_takes_over();
+                                                              REQUIRE_FALSE(b->ledger()->begin(pay).has_value());
+                                                              b->ledger()->end(pay, agentkit::ToolResult::ok(Json("paid")));
+                                                              b->tidy();
+                                                            }),
+                           {}, "r1", 0);
+    REQUIRE(a.save(state));  // A's document landed before B's
+    REQUIRE(b);
+    const auto again = a.ledger()->begin(pay);
+    REQUIRE(again);  // not run a second time
+    CHECK(again->status == agentkit::ToolResult::Status::error);
+    CHECK_THAT(again->text, Catch::Contains("taken over"));
+  }
+  SECTION("B holds the run: its calls run, A's are given back") {
+    agentkit::Checkpoint a(std::make_shared<MeanwhileStore>(store, "/owner", b_takes_over), {}, "r1", 0);
+    REQUIRE(a.save(state));
+    REQUIRE(b);
+    CHECK_FALSE(b->ledger()->begin(ship).has_value());
+    const auto refused = a.ledger()->begin(pay);
+    REQUIRE(refused);
+    CHECK(refused->status == agentkit::ToolResult::Status::error);
+    CHECK_FALSE(b->ledger()->begin(pay).has_value());
+  }
+  SECTION("an owner record edited by hand names no holder: the next save claims the run again") {
+    agentkit::Checkpoint a(store, {}, "r1", 0);
+    REQUIRE(a.save(state));
+    const std::string owner = agentkit::state::keys::ledger({}, "r1") + "owner";
+    int step = 1;
+    for (const char* edited : {"not json", R"({"finished":"yes","writer":7,"version":"9"})", "[]"}) {
+      store->put(owner, edited);
+      ship.ledger_key = std::to_string(step++) + "/b";
+      REQUIRE(a.ledger()->begin(ship));  // no longer A's: given back
+      agentkit::Checkpoint next(store, {}, "r1", agentkit::state::load_stored_run(*store, {}, "r1").value().version);
+      REQUIRE(next.save(state));
+      CHECK_FALSE(next.ledger()->begin(ship).has_value());
+      next.ledger()->end(ship, agentkit::ToolResult::ok(Json("shipped")));
+    }
+  }
+  CHECK(c.runs == 0);  // begin() decides; no tool body ran here
 }
 
 TEST_CASE("a run that another process took over stops advancing", "[durable]") {

@@ -117,7 +117,7 @@ class Checkpoint {
   std::string run_id_;
   std::int64_t version_;
   bool continued_;  // from a stored version: a crashed writer may have left strays
-  bool claimed_ = false;  // a save succeeded: the ledger's owner record names writer_
+  bool claimed_ = false;  // a save succeeded and claimed the ledger's owner record (see StoreLedger)
   SealedHistory sealed_;
   std::set<std::string> blobs_;  // blob keys this writer has stored
   std::size_t span_segments_ = 0;  // trace segments this writer has written

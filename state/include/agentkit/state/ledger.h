@@ -19,13 +19,22 @@
 // stops that process from running a call the new holder ran, as long as the
 // records exist; but a finished run's records are dropped (clear()), and a
 // call's key free again. So a ledger with an owner runs a call only while
-// the record `prefix` + "owner" names that owner (Checkpoint writes it right
-// after its first save claims the run, and clear() drops it), checked after
-// the call's intent is recorded: either the new holder claimed the run
-// after that check, and then finds the intent (outcome_unknown, never run
-// twice), or the check sees the new holder, and the call is given back
-// unrun (its record marked released, which a later attempt treats as never
-// started) with an error result the stale process can only discard.
+// the record `prefix` + "owner" names that owner, checked after the call's
+// intent is recorded: either the new holder claimed the run after that
+// check, and then finds the intent (outcome_unknown, never run twice), or
+// the check sees the new holder, and the call is given back unrun (its
+// record marked released, which a later attempt treats as never started)
+// with an error result the stale process can only discard.
+//
+// The owner record names a holder and the version of the run's document its
+// first save wrote (claim_owner(), called by Checkpoint right after that
+// save claims the run). It is only ever replaced by a holder with a later
+// version: a process paused between its save and that write, or retrying
+// it, never takes the record back from the holder that took the run over
+// after it. clear() leaves it, marked finished, and a finished record is
+// never replaced: a stale holder cannot reclaim a finished run's free keys.
+// That one record outlives the run (as its document does).
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +53,11 @@ class StoreLedger final : public CallLedger {
   // The record naming the ledger's owner: `prefix` + "owner" (no call key
   // lacks a '/').
   std::string owner_key() const { return prefix_ + "owner"; }
+  // Names this ledger's owner in the owner record, as the holder whose first
+  // save wrote the run's document at `version`, unless a holder with a later
+  // version (or the run's end) is recorded there. False: the run is no
+  // longer this owner's, and its calls are given back unrun.
+  bool claim_owner(std::int64_t version) const;
 
   std::optional<ToolResult> begin(const ToolRequest& request) const override;
   void end(const ToolRequest& request, const ToolResult& result) const override;
@@ -52,7 +66,8 @@ class StoreLedger final : public CallLedger {
   std::optional<ToolResult> recall(const std::string& call) const override;
   void remember(const std::string& call, const ToolResult& result) const override;
 
-  // Drops every record under the prefix (once the run no longer needs them).
+  // Drops every record under the prefix (once the run no longer needs them),
+  // but the owner record of a fenced ledger, which it marks finished first.
   void clear() const;
 
  private:
