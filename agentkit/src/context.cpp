@@ -125,6 +125,7 @@ bool EventQueue::push(Event e) {
   if (time == std::chrono::system_clock::time_point{}) time = std::max(std::chrono::system_clock::now(), last_);
   last_ = std::max(last_, time);
   events_.push_back(std::move(e));
+  pending_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -134,7 +135,11 @@ void EventQueue::close() {
 }
 
 std::vector<Event> EventQueue::drain() {
+  // A push not yet seen here is taken by the next drain (the run's last one
+  // follows every push of its work).
+  if (!pending_.load(std::memory_order_acquire)) return {};
   std::lock_guard lock(mutex_);
+  pending_.store(false, std::memory_order_relaxed);
   return std::exchange(events_, {});
 }
 

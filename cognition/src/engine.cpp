@@ -191,7 +191,7 @@ struct CallSlot {
   // token, a default request an empty object, only to be overwritten).
   // Moved only while the engine builds the batch, before any worker can see
   // the slot.
-  CallSlot(const RunContext& run, const Json& arguments) : request{.arguments = arguments}, ctx(run) {
+  CallSlot(const RunContext& run, Json&& arguments) : request{.arguments = std::move(arguments)}, ctx(run) {
     ctx.executor = nullptr;
   }
   CallSlot(CallSlot&& other) noexcept
@@ -203,6 +203,8 @@ struct CallSlot {
         ended_at(other.ended_at),
         stage(other.stage.load(std::memory_order_relaxed)) {}
 
+  // Its arguments are the batch's own, moved here while the call is in
+  // flight and handed back by return_arguments() (no copy per call).
   ToolRequest request;
   RunContext ctx;  // the call's own: its token is a child of the run's
   ToolResult result;
@@ -1301,15 +1303,16 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     const auto deadline = call_deadline();
     call_index_ = std::move(to_run);
     for (const std::size_t i : call_index_) {
-      const ToolCall& call = st_.batch[i];
+      ToolCall& call = st_.batch[i];
       ToolPtr tool = strategy_->tools().find(call.name);
-      auto& slot = calls_->emplace_back(ctx_, call.arguments);
+      if (ctx_.observed()) ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
+      auto& slot = calls_->emplace_back(ctx_, std::move(call.arguments));  // a slot always holds its call's arguments
       slot.ctx.cancellation = ctx_.cancellation.child(deadline);
       if (tracer_.on()) slot.ctx.call_span_id = slot.span_id = tracer_.tool_span_id();  // a sub-run hangs under the call
       slot.request.call_id = call.id;
       slot.request.name = call.name;
       slot.request.tool = tool;
-      slot.request.side_effecting = tool && tool->side_effecting_for(call.arguments);
+      slot.request.side_effecting = tool && tool->side_effecting_for(slot.request.arguments);
       if (std::find(st_.approved.begin(), st_.approved.end(), call.id) != st_.approved.end()) {
         auto proposed = st_.proposed.find(call.id);
         slot.request.approval = issue(slot.request, proposed == st_.proposed.end() ? Json() : proposed->second);
@@ -1319,7 +1322,6 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       }
       slot.request.ledger_key = std::to_string(st_.iterations) + "/" + call.id;
       if (checkpoint_) slot.request.ledger = checkpoint_->ledger();
-      if (ctx_.observed()) ctx_.emit(ToolCallStarted{call, tool ? tool->format_status(call.arguments) : call.name});
     }
     auto executor = ctx_.executor;
     if (!executor || executor->inline_execution()) {
@@ -1361,6 +1363,22 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     slot.stage.store(CallSlot::finished, std::memory_order_release);
   }
 
+  // Hands each call's arguments back to the batch, once per batch, first
+  // thing once it is collected or abandoned (record_calls, or a stop that
+  // records none). A call still running on a worker only reads its own, so
+  // the batch gets a copy of those; a call not yet started never will be
+  // once settled.
+  void return_arguments(std::vector<CallSlot>& calls) {
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      Json& arguments = st_.batch[call_index_[k]].arguments;
+      if (calls[k].settle() == CallSlot::started) {
+        arguments = calls[k].request.arguments;
+      } else {
+        arguments = std::move(calls[k].request.arguments);
+      }
+    }
+  }
+
   // What the run records for a call of the batch in flight, when the run
   // ends (`stopping`) or collects the batch; nullopt: it never started.
   // Awaiting approval comes back as is.
@@ -1390,6 +1408,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   // Returns the batch indices whose outcome a result recorded (what the
   // after-guardrails check), when not stopping.
   std::vector<std::size_t> record_calls(std::vector<CallSlot>& calls, std::optional<StopReason> stopping) {
+    return_arguments(calls);
     std::vector<std::size_t> recorded;
     for (std::size_t k = 0; k < calls.size(); ++k) {
       const std::size_t i = call_index_[k];
@@ -1445,6 +1464,7 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       // again. Nothing more is written by this engine.
       writer_.reset();
       checkpoint_.reset();
+      return_arguments(*calls);
       cause_ = Failure{.code = *slot.result.interrupted};
       return finish(StopReason::failed, "the run was interrupted: " + slot.result.text);
     }
@@ -1609,6 +1629,8 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     if (auto calls = std::exchange(calls_, nullptr); calls && reason != StopReason::suspended) {
       record_calls(*calls, reason);
       if (busy()) abandoned = pending_;
+    } else if (calls) {
+      return_arguments(*calls);  // the suspended state keeps its batch whole
     }
     if (reason != StopReason::suspended && !st_.batch.empty()) {
       // A stop mid-batch: every call still gets a result, so the history

@@ -78,7 +78,7 @@ Owner owner_of(const std::string& value) {
   return owner;
 }
 
-const std::string kFinishedOwner = Json{{"finished", true}}.dump();
+constexpr const char* kFinishedOwner = R"({"finished":true})";
 
 // A short, stable store key for a long call key.
 std::string hashed(const std::string& text) { return detail::fnv1a_hex(text); }

@@ -344,11 +344,10 @@ TEST_CASE("fleet crash harness: workers SIGKILLed and paused past their lease an
       if (m.role != agentkit::Role::tool || m.tool_name == "peek") continue;
       const std::string text = m.text();
       if (text.rfind("ok ", 0) == 0) {
-        const auto it = ledger.find(text.substr(3));
-        if (it == ledger.end() || it->second.size() != 1) {
+        // Happened more than once is counted among the duplicates above.
+        if (!ledger.count(text.substr(3))) {
           ++lost;
-          problems << worker_run << ": the model was told '" << text << "' but the ledger has it "
-                                   << (it == ledger.end() ? 0 : it->second.size()) << " times" << "\n";
+          problems << worker_run << ": the model was told '" << text << "' but the ledger does not have it\n";
         }
       } else if (text.find("outcome of this call is unknown") != std::string::npos) {
         ++unknown;

@@ -184,6 +184,9 @@ class EventQueue {
   std::vector<Event> events_;
   std::chrono::system_clock::time_point last_{};
   bool closed_ = false;
+  // Set (under the mutex) with each event pushed, cleared by the drain that
+  // takes it: an empty queue drains without the lock, once a step.
+  std::atomic<bool> pending_{false};
 };
 
 // Everything ambient to a run, handed to every tool call. Copying is cheap
