@@ -680,7 +680,10 @@ ToolPtr as_tool(std::shared_ptr<const Agent> agent, AsToolOptions options) {
                        }
                      } catch (const state::StoreError& e) {
                        throw interrupted(ErrorCode::unavailable, std::string("its store failed: ") + e.what());
-                     } catch (const RunAlreadyResumed& e) {
+                     } catch (const RunError& e) {
+                       // Claimed first (RunAlreadyResumed), or created first by another
+                       // attempt (a plain RunError: the id already exists).
+                       if (e.code() != ErrorCode::aborted && e.code() != ErrorCode::already_exists) throw;
                        throw interrupted(ErrorCode::aborted, e.what());
                      }
                      if (result.stop_reason == StopReason::suspended && result.suspended) {

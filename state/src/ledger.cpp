@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include <agentkit/context.h>
@@ -79,6 +80,17 @@ Owner owner_of(const std::string& value) {
 }
 
 constexpr const char* kFinishedOwner = R"({"finished":true})";
+
+// Whether `key`, under a ledger's prefix, is the owner record of a sub-run's
+// ledger: a sub-run's id extends its parent's ("<run>/<call key>", as_tool),
+// so its records lie under the parent's prefix. Call and remembered records
+// are objects with "state" or "call"; anything else at "<...>/owner" is an
+// owner record (possibly hand-edited).
+bool nested_owner_record(std::string_view key, const std::string& value) {
+  if (!key.ends_with("/owner")) return false;
+  const Json record = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+  return !record.is_object() || (!record.contains("state") && !record.contains("call"));
+}
 
 // A short, stable store key for a long call key.
 std::string hashed(const std::string& text) { return detail::fnv1a_hex(text); }
@@ -215,7 +227,15 @@ void StoreLedger::clear() const {
   // key free but the run no one's.
   if (!owner_.empty()) store_->put(owner, kFinishedOwner);
   for (const auto& [key, entry] : store_->list(prefix_)) {
-    if (owner_.empty() || key != owner) store_->erase(key);
+    if (!owner_.empty() && key == owner) continue;
+    if (nested_owner_record(std::string_view(key).substr(prefix_.size()), entry.value)) {
+      // A sub-run's owner record is marked finished, never dropped: its
+      // parent is over, and a holder of the sub-run paused before naming
+      // itself must not find the sub-run no one's and its calls free.
+      if (entry.value != kFinishedOwner) store_->put(key, kFinishedOwner);
+      continue;
+    }
+    store_->erase(key);
   }
 }
 

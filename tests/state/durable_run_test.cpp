@@ -645,6 +645,58 @@ TEST_CASE("a holder paused between its first save and its owner record never tak
   CHECK(c.runs == 0);  // begin() decides; no tool body ran here
 }
 
+TEST_CASE("a sub-run's holder paused before its owner record never runs a call after its parent finished",
+          "[durable][ledger]") {
+  // As above, for as_tool's sub-run "p/1/w", whose ledger lies under its
+  // parent's: A claims the sub-run and is paused before its owner record;
+  // meanwhile B runs the sub-run's call, finishes the sub-run and then the
+  // parent, whose tidy must not drop the sub-run's finished owner record.
+  auto store = std::make_shared<InMemoryStore>();
+  Counter c;
+  agentkit::ToolRequest pay{.call_id = "t", .name = "pay", .tool = c.tool("pay", true), .ledger_key = "3/t"};
+  RunState parent_state, state;
+  parent_state.run_id = "p";
+  state.run_id = "p/1/w";
+  agentkit::Checkpoint parent(store, {}, "p", 0);
+  REQUIRE(parent.save(parent_state));
+  std::optional<agentkit::Checkpoint> b;
+  agentkit::Checkpoint a(std::make_shared<MeanwhileStore>(
+                             store, "p/1/w/owner",
+                             [&] {
+                               b.emplace(store, agentkit::Scope{}, "p/1/w",
+                                         agentkit::state::load_stored_run(*store, {}, "p/1/w").value().version);
+                               REQUIRE(b->save(state));
+                               REQUIRE_FALSE(b->ledger()->begin(pay).has_value());
+                               b->ledger()->end(pay, agentkit::ToolResult::ok(Json("paid")));
+                               b->tidy();
+                               parent.tidy();
+                             }),
+                         {}, "p/1/w", 0);
+  REQUIRE(a.save(state));
+  REQUIRE(b);
+  const std::string owner = agentkit::state::keys::ledger({}, "p/1/w") + "owner";
+  CHECK(store->get(owner).value().value == R"({"finished":true})");
+  const auto again = a.ledger()->begin(pay);
+  REQUIRE(again);  // not run a second time
+  CHECK(again->status == agentkit::ToolResult::Status::error);
+  CHECK_THAT(again->text, Catch::Contains("taken over"));
+
+  // The parent's tidy drops the sub-run's other records, and fences a
+  // sub-run's owner record it finds unfinished (its parent is over).
+  store->put(owner, R"({"version":9,"writer":"x"})");
+  store->put(agentkit::state::keys::ledger({}, "p/1/w") + "4/u", R"({"state":"intent","attempt":1})");
+  parent.tidy();
+  CHECK(store->get(owner).value().value == R"({"finished":true})");
+  std::vector<std::string> left;
+  for (const auto& [key, entry] : store->list(agentkit::state::keys::ledger({}, "p"))) {
+    if (entry.value == R"({"finished":true})") left.push_back(key);
+  }
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{owner, agentkit::state::keys::ledger({}, "p") + "owner"});
+  CHECK(store->list(agentkit::state::keys::ledger({}, "p")).size() == 2);
+  CHECK(c.runs == 0);
+}
+
 TEST_CASE("a run that another process took over stops advancing", "[durable]") {
   auto store = std::make_shared<InMemoryStore>();
   Counter counter;
@@ -822,7 +874,8 @@ class ClaimedFirstStore final : public agentkit::state::Store {
                                               Ttl ttl) override {
     if (armed && key.ends_with(key_)) {
       armed = false;
-      if (auto current = inner_->get(key)) inner_->put(key, current->value, Ttl{});  // the other caller's write
+      const auto current = inner_->get(key);
+      inner_->put(key, current ? current->value : R"({"created":"elsewhere"})", Ttl{});  // the other caller's write
     }
     return inner_->compare_and_set(key, expected, std::move(value), ttl);
   }
@@ -872,6 +925,34 @@ TEST_CASE("a sub-run another caller claimed first stops its parent, never fails 
                             .store = inner});
   CHECK(lead.recover("lead-1", last).output == "all done");
   CHECK(counter.runs == 1);
+}
+
+TEST_CASE("a sub-run another attempt created first stops its parent, never fails the call", "[durable][as_tool]") {
+  // The parent's stale attempt (paused past its lease) starts the sub-run
+  // after the attempt that took the parent over created it: the stale one
+  // stops, recording no error for the call that a recovery would read back.
+  auto inner = std::make_shared<InMemoryStore>();
+  Counter counter;
+  const Agent lead = research_lead(counter);
+  auto racing = std::make_shared<ClaimedFirstStore>(inner, "runs/lead-1/1/c1");
+  auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}},
+                              Turn{.content = "the research failed"}});
+  auto ctx = make_test_ctx({.llm = llm, .store = racing});
+  const auto stopped = lead.run("go", ctx, {.run_id = "lead-1"});
+  CHECK_FALSE(racing->armed);
+  CHECK(stopped.stop_reason == StopReason::failed);
+  REQUIRE(stopped.failure);
+  CHECK(stopped.failure->code == agentkit::ErrorCode::aborted);
+  CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted") && Catch::Contains("already exists"));
+  CHECK(llm->calls() == 1);  // the lead's model never read a failure that was not one
+  const auto kept = agentkit::load_run(*inner, {}, "lead-1");
+  REQUIRE(kept);
+  CHECK(kept->phase == Phase::act);
+  CHECK_FALSE(kept->outcomes.at(0).has_value());
+  const auto record = inner->get(agentkit::state::keys::ledger({}, "lead-1") + "1/c1");
+  REQUIRE(record);  // the call's intent, no outcome
+  CHECK(Json::parse(record->value).value("state", "") == "intent");
+  CHECK(counter.runs == 0);
 }
 
 TEST_CASE("a sub-run whose store write is cut stops its parent, whose recovery finishes both with effects once",

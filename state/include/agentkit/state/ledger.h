@@ -33,7 +33,10 @@
 // it, never takes the record back from the holder that took the run over
 // after it. clear() leaves it, marked finished, and a finished record is
 // never replaced: a stale holder cannot reclaim a finished run's free keys.
-// That one record outlives the run (as its document does).
+// That one record outlives the run (as its document does). A sub-run's
+// ledger (as_tool's run "<run>/<call key>") lies under its parent's prefix:
+// the parent's clear() drops the sub-run's records too but marks its owner
+// record finished, never drops it.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,7 +70,8 @@ class StoreLedger final : public CallLedger {
   void remember(const std::string& call, const ToolResult& result) const override;
 
   // Drops every record under the prefix (once the run no longer needs them),
-  // but the owner record of a fenced ledger, which it marks finished first.
+  // but the owner record of a fenced ledger, which it marks finished first,
+  // and its sub-runs' owner records, which it marks finished.
   void clear() const;
 
  private:
