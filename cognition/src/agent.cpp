@@ -405,6 +405,17 @@ RunHandle resume_stored(const Agent& agent, state::StoredRun stored, Decisions d
                     ctx);
 }
 
+// A run is resumed and recovered by the agent it started under
+// (RunState::agent; a handoff's target is reached through it). Another
+// agent would drive it with its own tools, approval rules and model, and
+// its calls awaiting approval could run under another tool's rules.
+void require_started_by(const Agent& agent, const RunState& state, std::string_view verb) {
+  if (state.agent == agent.name()) return;
+  throw Error(ErrorCode::invalid_argument, std::string(verb) + ": run '" + state.run_id + "' was started by agent '" +
+                                               state.agent + "', not '" + agent.name() +
+                                               "'; only that agent resumes or recovers it (nothing ran)");
+}
+
 void require_suspended(const state::StoredRun& stored) {
   if (stored.state.phase != Phase::suspended) {
     throw RunAlreadyResumed("run '" + stored.state.run_id + "' is not suspended (its checkpoint is at phase " +
@@ -460,6 +471,7 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
   }
   if (!ctx.store) {
     check_signature(state, ctx);
+    require_started_by(*this, state, "resume");
     if (!state.nested.empty()) {
       throw Error(ErrorCode::invalid_argument,
                   "resume: run '" + state.run_id + "' awaits calls of a sub-agent whose run is in the store it ran "
@@ -476,6 +488,7 @@ RunHandle Agent::start_resume(RunState state, Decisions decisions, RunContext& c
     throw RunNotFound("resume: no checkpoint for run '" + state.run_id + "' in scope " + ctx.scope.key() +
                       "; with a store, only a stored run is resumed");
   }
+  require_started_by(*this, stored->state, "resume");
   require_suspended(*stored);
   if (const auto fields = differing_fields(stored->state, state); !fields.empty()) {
     throw StateTampered("resume: the state handed in for run '" + state.run_id +
@@ -492,6 +505,7 @@ RunHandle Agent::start_resume(std::string_view run_id, Decisions decisions, RunC
   check_state_key(ctx);
   auto stored = state::load_stored_run(store_of(ctx, "resume by run id"), ctx.scope, run_id);
   if (!stored) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
+  require_started_by(*this, stored->state, "resume");
   require_suspended(*stored);
   return resume_stored(*this, *std::move(stored), std::move(decisions), ctx);
 }
@@ -504,6 +518,7 @@ RunHandle Agent::start_recover(std::string_view run_id, RunContext& ctx) const {
   check_state_key(ctx);
   auto stored = state::load_stored_run(store_of(ctx, "recover"), ctx.scope, run_id);
   if (!stored) throw RunNotFound("no checkpoint for run '" + std::string(run_id) + "' in scope " + ctx.scope.key());
+  require_started_by(*this, stored->state, "recover");
   if (stored->state.phase == Phase::suspended || stored->state.phase == Phase::done) {
     return handle_for(std::make_unique<SettledDriver>(std::move(stored->state)), ctx);
   }

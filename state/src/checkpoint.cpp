@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <string_view>
 #include <thread>
 
 #include <openssl/evp.h>
@@ -254,11 +256,31 @@ std::optional<RunState> load_run(Store& store, const Scope& scope, std::string_v
   return std::move(run->state);
 }
 
+namespace {
+
+// Whether `id` is a sub-run's ("<parent>/<n>/<call id>", as_tool's) of a
+// run in `ids`.
+bool is_sub_run(std::string_view id, const std::set<std::string_view>& ids) {
+  for (std::size_t slash = id.find('/'); slash != std::string_view::npos; slash = id.find('/', slash + 1)) {
+    const std::string_view rest = id.substr(slash + 1);
+    const std::size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string_view::npos || rest[digits] != '/') continue;
+    if (ids.contains(id.substr(0, slash))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<std::string> interrupted_runs(Store& store, const Scope& scope) {
-  std::vector<std::string> ids;
   const std::string prefix = keys::run(scope, "");
-  for (const auto& [key, entry] : store.list(prefix)) {
+  const auto runs = store.list(prefix);
+  std::set<std::string_view> all;
+  for (const auto& [key, entry] : runs) all.insert(std::string_view(key).substr(prefix.size()));
+  std::vector<std::string> ids;
+  for (const auto& [key, entry] : runs) {
     const std::string id = key.substr(prefix.size());
+    if (is_sub_run(id, all)) continue;
     const Phase phase = read_run(store, scope, id, entry).state.phase;
     if (phase == Phase::ask_model || phase == Phase::act) ids.push_back(id);
   }

@@ -697,6 +697,59 @@ TEST_CASE("a sub-run's holder paused before its owner record never runs a call a
   CHECK(c.runs == 0);
 }
 
+TEST_CASE("a run is resumed and recovered only by the agent it started under", "[durable][approval]") {
+  // A second agent with a tool of the same name that needs no approval: had
+  // it driven the run, the refund awaiting a decision would run unapproved.
+  auto store = std::make_shared<InMemoryStore>();
+  Counter billing_tools, support_tools;
+  const Agent billing("billing", "fake", "You handle refunds.", react({billing_tools.tool("refund", true, false, true)}));
+  const Agent support("support", "fake", "You help.", react({support_tools.tool("refund", true)}));
+  auto script = [] {
+    return FakeLLM::script({Turn{.tool_calls = {call("c1", "refund", {{"what", "A-1"}})}}, Turn{.content = "done"}});
+  };
+  const auto refused = [](const auto& attempt) {
+    try {
+      attempt();
+    } catch (const agentkit::Error& e) {
+      CHECK(e.code() == agentkit::ErrorCode::invalid_argument);
+      CHECK_THAT(e.what(), Catch::Contains("started by agent 'billing', not 'support'"));
+      return true;
+    }
+    return false;
+  };
+
+  SECTION("a suspended run, by id and as a state handed back") {
+    auto ctx = make_test_ctx({.llm = script(), .store = store});
+    auto suspended = billing.run("refund A-1", ctx, {.run_id = "r1"});
+    REQUIRE(suspended.stop_reason == StopReason::suspended);
+    const std::string before = store->get(agentkit::state::keys::run({}, "r1")).value().value;
+    CHECK(refused([&] { support.resume("r1", {{"c1", Decision::approve()}}, ctx); }));
+    CHECK(refused([&] { support.resume(suspended.state, {{"c1", Decision::approve()}}, ctx); }));
+    CHECK(refused([&] { support.recover("r1", ctx); }));
+    CHECK(store->get(agentkit::state::keys::run({}, "r1")).value().value == before);  // nothing ran or was saved
+    CHECK(billing.resume("r1", {{"c1", Decision::approve()}}, ctx).output == "done");
+  }
+  SECTION("a signed state without a store") {
+    auto ctx = make_test_ctx({.llm = script()});
+    ctx.store = nullptr;
+    ctx.state_key = std::string(32, 'k');
+    auto suspended = billing.run("refund A-1", ctx);
+    REQUIRE(suspended.stop_reason == StopReason::suspended);
+    CHECK(refused([&] { support.resume(suspended.state, {{"c1", Decision::approve()}}, ctx); }));
+    CHECK(billing.resume(suspended.state, {{"c1", Decision::approve()}}, ctx).output == "done");
+  }
+  SECTION("an interrupted run") {
+    auto ctx = make_test_ctx({.llm = script(), .store = store});
+    auto handle = billing.start("refund A-1", ctx, {.run_id = "r2"});  // claimed, not yet advanced
+    auto other = make_test_ctx({.llm = script(), .store = store});
+    CHECK(refused([&] { support.recover("r2", other); }));
+    CHECK(billing.recover("r2", other).stop_reason == StopReason::suspended);
+    CHECK(handle.wait().stop_reason == StopReason::failed);  // taken over
+  }
+  CHECK(billing_tools.runs + support_tools.runs <= 1);
+  CHECK(support_tools.runs == 0);
+}
+
 TEST_CASE("a run that another process took over stops advancing", "[durable]") {
   auto store = std::make_shared<InMemoryStore>();
   Counter counter;
@@ -984,7 +1037,11 @@ TEST_CASE("a sub-run whose store write is cut stops its parent, whose recovery f
   CHECK(kept->phase == Phase::act);
   CHECK_FALSE(kept->outcomes.at(0).has_value());
 
+  // A host recovering every interrupted run recovers the lead; the sub-run
+  // is the lead's to recover (its run id names the lead's call).
+  CHECK(agentkit::interrupted_runs(*inner, {}) == std::vector<std::string>{"lead-1"});
   auto later = make_test_ctx({.llm = FakeLLM::script(rest), .store = inner});
+  if (cut_at == 3) CHECK_THROWS_AS(lead.recover("lead-1/1/c1", later), agentkit::Error);  // the researcher's run
   const auto again = lead.recover("lead-1", later);
   CHECK(again.output == "all done");
   CHECK(counter.runs == 1);  // the sub-run's call ran once: started afresh, or answered from its ledger

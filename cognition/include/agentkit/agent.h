@@ -445,7 +445,7 @@ class Agent {
   //    needs once-only resumes uses a store.
   //  - with neither, every state is refused with StateUnsigned: nothing
   //    could tell an approval the host made from one written into the JSON.
-  // A state that is not suspended throws agentkit::Error (invalid_argument).
+  // A state not suspended, or a run another agent started (RunState::agent), throws Error (invalid_argument).
   //
   // Example (no store; the key comes from the host's secret storage):
   //   ctx.state_key = load_secret("agentkit-state-key");  // >= 32 bytes
@@ -457,13 +457,13 @@ class Agent {
   RunHandle start_resume(RunState state, Decisions decisions, RunContext& ctx) const;
   // The same from the store (ctx.store, ctx.scope), e.g. in another process:
   // the stored checkpoint is the state. Throws RunNotFound,
-  // RunAlreadyResumed or CheckpointError.
+  // RunAlreadyResumed or CheckpointError, and another agent's run as above.
   RunResult resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const;
   RunHandle start_resume(std::string_view run_id, Decisions decisions, RunContext& ctx) const;
   // Continues a run from its last checkpoint after its process died. Calls
   // with a recorded outcome are not run again; a side-effecting call that
   // started but recorded nothing is reported as outcome_unknown (unless the
-  // tool is idempotent). A suspended or finished run comes back as it is.
+  // tool is idempotent). A suspended or finished run comes back as it is; another agent's run throws, as above.
   RunResult recover(std::string_view run_id, RunContext& ctx) const;
   RunHandle start_recover(std::string_view run_id, RunContext& ctx) const;
 

@@ -142,9 +142,9 @@ struct StoredRun {
 std::optional<StoredRun> load_stored_run(Store& store, const Scope& scope, std::string_view run_id);
 // The stored state of a run, or nullopt. Throws CheckpointError when unreadable.
 std::optional<RunState> load_run(Store& store, const Scope& scope, std::string_view run_id);
-// Runs whose last checkpoint is mid-step (asking the model or acting): what a
-// restarted process recovers with Agent::recover(). Suspended and finished
-// runs are not listed.
+// Runs whose last checkpoint is mid-step (asking the model or acting): what a restarted process
+// recovers with Agent::recover(). Suspended and finished runs are not listed, nor sub-runs (as_tool's
+// "<run id>/<n>/<call id>" under a stored run <run id>): their parent's recovery recovers them.
 std::vector<std::string> interrupted_runs(Store& store, const Scope& scope);
 
 }  // namespace agentkit::state
