@@ -943,6 +943,20 @@ class ClaimedFirstStore final : public agentkit::state::Store {
   std::string key_;
 };
 
+// The lead ("lead-1") stopped, interrupted, because its sub-run was not
+// this attempt's (`why`), with its call still asked and not answered: not a
+// run that ended with the call's error.
+void check_lead_stopped(const agentkit::RunResult& stopped, agentkit::state::Store& store, const char* why) {
+  CHECK(stopped.stop_reason == StopReason::failed);
+  REQUIRE(stopped.failure);
+  CHECK(stopped.failure->code == agentkit::ErrorCode::aborted);
+  CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted") && Catch::Contains(why));
+  const auto kept = agentkit::load_run(store, {}, "lead-1");
+  REQUIRE(kept);
+  CHECK(kept->phase == Phase::act);
+  CHECK_FALSE(kept->outcomes.at(0).has_value());
+}
+
 }  // namespace
 
 TEST_CASE("a sub-run another caller claimed first stops its parent, never fails the call", "[durable][as_tool]") {
@@ -963,15 +977,8 @@ TEST_CASE("a sub-run another caller claimed first stops its parent, never fails 
   auto later = make_test_ctx({.llm = llm, .store = racing});
   const auto stopped = lead.recover("lead-1", later);
   CHECK_FALSE(racing->armed);
-  CHECK(stopped.stop_reason == StopReason::failed);
-  REQUIRE(stopped.failure);
-  CHECK(stopped.failure->code == agentkit::ErrorCode::aborted);
-  CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted") && Catch::Contains("another caller"));
+  check_lead_stopped(stopped, *inner, "another caller");
   CHECK(llm->calls() == 0);  // the lead's model never read a failure that was not one
-  const auto kept = agentkit::load_run(*inner, {}, "lead-1");
-  REQUIRE(kept);
-  CHECK(kept->phase == Phase::act);  // the call still asked, not answered
-  CHECK_FALSE(kept->outcomes.at(0).has_value());
 
   // The next recovery finds the sub-run and finishes both, the sample ordered once.
   auto last = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "sample ordered"}, Turn{.content = "all done"}}),
@@ -993,15 +1000,8 @@ TEST_CASE("a sub-run another attempt created first stops its parent, never fails
   auto ctx = make_test_ctx({.llm = llm, .store = racing});
   const auto stopped = lead.run("go", ctx, {.run_id = "lead-1"});
   CHECK_FALSE(racing->armed);
-  CHECK(stopped.stop_reason == StopReason::failed);
-  REQUIRE(stopped.failure);
-  CHECK(stopped.failure->code == agentkit::ErrorCode::aborted);
-  CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted") && Catch::Contains("already exists"));
+  check_lead_stopped(stopped, *inner, "already exists");
   CHECK(llm->calls() == 1);  // the lead's model never read a failure that was not one
-  const auto kept = agentkit::load_run(*inner, {}, "lead-1");
-  REQUIRE(kept);
-  CHECK(kept->phase == Phase::act);
-  CHECK_FALSE(kept->outcomes.at(0).has_value());
   const auto record = inner->get(agentkit::state::keys::ledger({}, "lead-1") + "1/c1");
   REQUIRE(record);  // the call's intent, no outcome
   CHECK(Json::parse(record->value).value("state", "") == "intent");
