@@ -131,10 +131,10 @@ class Approver {
     std::unique_ptr<PostgresStore> store;
     while (!stop) {
       try {
-        if (!queue) {
-          queue = std::make_unique<PostgresRunQueue>(conninfo_, PostgresRunQueue::Options{.table = runs_table_});
-          store = std::make_unique<PostgresStore>(conninfo_, PostgresStore::Options{.table = store_table_});
-        }
+        // Each is opened until it opens: a cut connection fails either (a
+        // queue opened beside a store that threw is no store).
+        if (!queue) queue = std::make_unique<PostgresRunQueue>(conninfo_, PostgresRunQueue::Options{.table = runs_table_});
+        if (!store) store = std::make_unique<PostgresStore>(conninfo_, PostgresStore::Options{.table = store_table_});
         std::string ids = PostgresSession(conninfo_).exec("SELECT coalesce(string_agg(run_id, ' '), '') FROM " +
                                                           runs_table_ + " WHERE status = 'suspended'");
         std::istringstream in(ids);
