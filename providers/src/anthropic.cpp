@@ -395,10 +395,13 @@ ModelResponse anthropic_response(const Json& body) {
       } else if (type == "redacted_thinking") {
         out.message.content.emplace_back(ReasoningPart{{}, {}, text_of(block.value("data", Json())), "anthropic"});
       } else if (type == "tool_use") {
-        Json input = block.value("input", Json::object());
-        out.message.tool_calls.push_back(ToolCall{text_of(block.value("id", Json())),
-                                                  text_of(block.value("name", Json())),
-                                                  input.is_object() ? input : Json::object(), {}});
+        ToolCall call{text_of(block.value("id", Json())), text_of(block.value("name", Json())), Json::object(), {}};
+        if (const auto input = block.find("input"); input != block.end() && input->is_object()) {
+          call.arguments = *input;
+        } else if (input != block.end() && !input->is_null()) {
+          call.arguments_text = input->dump();  // not an object: text the loop refuses, telling the model
+        }
+        out.message.tool_calls.push_back(std::move(call));
       }
     }
     out.finish_reason = anthropic_stop_reason(text_of(body.value("stop_reason", Json())));
@@ -446,9 +449,14 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
     if (index > 1024) throw ProviderError(ErrorCode::protocol, "Anthropic stream: content block index out of range");
     if (index >= blocks_.size()) blocks_.resize(index + 1);
     Block& block = blocks_[index];
+    // A block's type is set once, by its start: a second start, or a delta
+    // or stop before any, would mix or drop what the block carries.
+    const auto where = [index] { return "Anthropic stream: content block " + std::to_string(index); };
     if (type == "content_block_start") {
+      if (!block.type.empty()) throw ProviderError(ErrorCode::protocol, where() + " started twice");
       const Json cb = detail::object_at(e, "content_block", "Anthropic content_block_start");
       block.type = text_of(cb.value("type", Json()));
+      if (block.type.empty()) throw ProviderError(ErrorCode::protocol, where() + " starts without a type");
       block.id = text_of(cb.value("id", Json()));
       block.name = text_of(cb.value("name", Json()));
       block.text = text_of(cb.value(block.type == "thinking" ? "thinking" : "text", Json()));
@@ -464,6 +472,8 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
         if (block.type == "text" && !block.text.empty()) deltas_(TextDelta{block.text});
         if (block.type == "thinking" && !block.text.empty()) deltas_(ReasoningDelta{block.text});
       }
+    } else if (block.type.empty()) {
+      throw ProviderError(ErrorCode::protocol, where() + " has a " + type + " before its content_block_start");
     } else if (type == "content_block_delta") {
       const Json delta = detail::object_at(e, "delta", "Anthropic content_block_delta");
       const std::string dt = text_of(delta.value("type", Json()));
@@ -471,7 +481,12 @@ void AnthropicStreamAccumulator::on_event(const SseEvent& event) {
       // streams as a delta (a tool_use block's own, a thinking block's
       // text), a signature never.
       const auto fragment = [&](const char* key) {
-        std::string text = text_of(delta.value(key, Json()));
+        const auto value = delta.find(key);
+        if (value != delta.end() && !value->is_string()) {
+          throw ProviderError(ErrorCode::protocol, where() + ": delta." + key + " is " +
+                                                       std::string(json_type_name(*value)) + ", not a string");
+        }
+        std::string text = value == delta.end() ? std::string() : value->get<std::string>();
         count(text.size());
         return text;
       };

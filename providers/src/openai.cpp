@@ -467,7 +467,12 @@ ModelResponse openai_chat_response(const Json& body) {
         ToolCall call;
         call.id = text_at(c, "id");
         call.name = text_at(function, "name");
-        call.arguments_text = text_at(function, "arguments");
+        // Text as the API sends it; any other value (an object from a lenient
+        // server, a number) as its JSON, which the loop parses or refuses,
+        // telling the model: never silently no arguments.
+        if (const auto a = function.find("arguments"); a != function.end() && !a->is_null()) {
+          call.arguments_text = a->is_string() ? a->get_ref<const std::string&>() : a->dump();
+        }
         if (call.arguments_text.empty()) call.arguments_text = "{}";
         out.message.tool_calls.push_back(std::move(call));
       }
@@ -531,6 +536,13 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
                                                            std::string(json_type_name(*a)) + ", not a string");
             }
             fragment = a->get_ref<const std::string&>();
+          }
+          if (!fragment.empty() && call.id.empty() && call.name.empty()) {
+            // A fragment without its index, or at a wrong one: whose
+            // arguments these are is unknown, and dropping them would run
+            // the call they belong to without them.
+            throw ProviderError(ErrorCode::protocol, "OpenAI stream: tool call arguments arrived at index " +
+                                                         std::to_string(index) + ", where no call (id or name) was announced");
           }
           count(fragment.size());
           call.arguments += fragment;

@@ -13,6 +13,7 @@
 
 #include <agentkit/context.h>
 #include <agentkit/model.h>
+#include <agentkit/redact.h>
 #include <agentkit/providers/reply.h>
 #include <agentkit/providers/transport.h>
 
@@ -27,6 +28,30 @@ inline DeltaSink run_deltas(const RunContext& ctx) {
   return [ctx](StreamDelta delta) { std::visit([&](auto& d) { ctx.emit(std::move(d)); }, delta); };
 }
 
+// The call's credentials (its credential headers' values), kept out of the
+// errors its reply raises: a server may quote a key back, in a 2xx body's
+// error object or an error event mid-stream, past the transport's own scrub.
+class ScrubbedErrors {
+ public:
+  explicit ScrubbedErrors(const Headers& headers) {
+    for (const auto& [name, value] : headers) secrets_.add_header(name, value);
+  }
+  // take(), its ProviderError with every credential redacted.
+  template <class Take>
+  ModelResponse operator()(Take&& take) const {
+    try {
+      return take();
+    } catch (const ProviderError& e) {
+      std::string message = e.what();
+      if (!secrets_.redact_in_place(message)) throw;
+      throw e.with_message(std::move(message));
+    }
+  }
+
+ private:
+  Redactor secrets_;
+};
+
 // A streamed call: the body goes through a ReplyReader, fed as it arrives
 // (so deltas reach the run as they are decoded); `accumulator` decodes the
 // adapter's events.
@@ -34,7 +59,8 @@ class StreamedCompletion final : public PendingCompletion {
  public:
   StreamedCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, const ReplyFormat& format,
                      std::unique_ptr<StreamAccumulator> accumulator)
-      : reader_(std::make_unique<ReplyReader>(format, http.url, std::move(accumulator))),
+      : scrub_(http.headers),
+        reader_(std::make_unique<ReplyReader>(format, http.url, std::move(accumulator))),
         // Reads to the end even after the final event, so the connection
         // stays reusable (an aborted transfer closes it).
         request_(transport.start_stream(
@@ -49,11 +75,14 @@ class StreamedCompletion final : public PendingCompletion {
   void wait(std::chrono::milliseconds max) override { request_.wait(max); }
   void cancel() override { request_.cancel(); }
   ModelResponse take() override {
-    request_.take();  // throws the transport's error, or one the reader raised mid-stream
-    return reader_->finish();
+    return scrub_([&] {
+      request_.take();  // throws the transport's error, or one the reader raised mid-stream
+      return reader_->finish();
+    });
   }
 
  private:
+  ScrubbedErrors scrub_;
   std::unique_ptr<ReplyReader> reader_;  // before request_: the request's callbacks point into it
   AsyncRequest request_;
 };
@@ -62,22 +91,25 @@ class StreamedCompletion final : public PendingCompletion {
 class WholeCompletion final : public PendingCompletion {
  public:
   WholeCompletion(Transport& transport, HttpRequest http, const CancellationToken& cancel, const ReplyFormat& format)
-      : format_(format), url_(http.url), request_(transport.start(std::move(http), &cancel)) {}
+      : format_(format), url_(http.url), scrub_(http.headers), request_(transport.start(std::move(http), &cancel)) {}
 
   bool poll() override { return request_.poll(); }
   void wait(std::chrono::milliseconds max) override { request_.wait(max); }
   void cancel() override { request_.cancel(); }
   ModelResponse take() override {
-    const HttpResponse response = request_.take();
-    ReplyReader reader(format_, url_);
-    reader.on_headers(response);
-    reader.feed(response.body);
-    return reader.finish();
+    return scrub_([&] {
+      const HttpResponse response = request_.take();
+      ReplyReader reader(format_, url_);
+      reader.on_headers(response);
+      reader.feed(response.body);
+      return reader.finish();
+    });
   }
 
  private:
   const ReplyFormat& format_;
   std::string url_;
+  ScrubbedErrors scrub_;
   AsyncRequest request_;
 };
 

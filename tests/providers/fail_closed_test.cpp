@@ -380,6 +380,82 @@ TEST_CASE("valid JSON of the wrong shape raises ProviderError(protocol), not a t
   CHECK(protocol([] { anthropic_response(Json::parse(R"({"content":[{"type":"tool_use"}],"usage":[1]})")); }));
 }
 
+TEST_CASE("tool-call arguments of the wrong shape reach the loop as text, never as no arguments", "[fail_closed][shape]") {
+  const auto openai_call = [](const std::string& arguments) {
+    const auto reply = openai_chat_response(Json::parse(
+        R"({"choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"rm")" +
+        (arguments.empty() ? std::string() : ",\"arguments\":" + arguments) + R"(}}]},"finish_reason":"tool_calls"}]})"));
+    REQUIRE(reply.message.tool_calls.size() == 1);
+    return reply.message.tool_calls[0];
+  };
+  // A lenient server's object is its JSON text (the loop parses it); a
+  // number stays a number the tool refuses; absent or null is no arguments.
+  CHECK(openai_call(R"({"path":"/x"})").arguments_text == R"({"path":"/x"})");
+  CHECK(openai_call("5").arguments_text == "5");
+  CHECK(openai_call(R"("{\"path\":\"/x\"}")").arguments_text == R"({"path":"/x"})");
+  CHECK(openai_call("").arguments_text == "{}");
+  CHECK(openai_call("null").arguments_text == "{}");
+  CHECK(agentkit::parse_arguments("rm", openai_call(R"({"path":"/x"})").arguments_text) == Json{{"path", "/x"}});
+
+  const auto anthropic_call = [](const std::string& input) {
+    const auto reply = anthropic_response(Json::parse(R"({"content":[{"type":"tool_use","id":"t","name":"rm")" +
+                                                      (input.empty() ? std::string() : ",\"input\":" + input) +
+                                                      R"(}],"stop_reason":"tool_use"})"));
+    REQUIRE(reply.message.tool_calls.size() == 1);
+    return reply.message.tool_calls[0];
+  };
+  // Text the loop parses to a string, which no tool takes as its arguments.
+  const auto text = anthropic_call(R"("{\"path\":\"/x\"}")");
+  CHECK(text.arguments_text == R"("{\"path\":\"/x\"}")");
+  CHECK(agentkit::parse_arguments("rm", text.arguments_text).is_string());
+  CHECK(anthropic_call("[1]").arguments_text == "[1]");
+  CHECK(anthropic_call(R"({"path":"/x"})").arguments == Json{{"path", "/x"}});
+  CHECK(anthropic_call(R"({"path":"/x"})").arguments_text.empty());
+  for (const std::string absent : {"", "null"}) {
+    const auto call = anthropic_call(absent);
+    CHECK(call.arguments == Json::object());
+    CHECK(call.arguments_text.empty());
+  }
+}
+
+TEST_CASE("stream fragments nobody announced are a protocol error, never dropped", "[fail_closed][shape]") {
+  const auto protocol = [](const std::function<void()>& f) { return error_of(f).code() == ErrorCode::protocol; };
+  // OpenAI: a call's arguments continued without its index, or at a wrong
+  // one, would leave call_1 to run with no arguments.
+  for (const std::string& where : {std::string(), std::string(R"("index":1,)")}) {
+    CAPTURE(where);
+    std::vector<std::string> events = kOpenAITool;
+    events[1] = R"(data: {"choices":[{"index":0,"delta":{"tool_calls":[{)" + where +
+                R"("function":{"arguments":"{\"note\":\"a\"}"}}]}}]})" "\n\n";
+    CHECK(protocol([&] { openai(joined(events)); }));
+  }
+  CHECK(openai(joined(kOpenAITool)).message.tool_calls.at(0).arguments_text == R"({"note":"a"})");
+
+  // Anthropic: a delta or stop before its block's start, a second start, a
+  // fragment that is not text.
+  const auto delta = [](const std::string& partial) {
+    return "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+           "\"input_json_delta\",\"partial_json\":" + partial + "}}\n\n";
+  };
+  std::vector<std::string> orphan = kAnthropicTool;
+  orphan.erase(orphan.begin() + 1);  // no content_block_start
+  CHECK(protocol([&] { anthropic(joined(orphan)); }));
+  std::vector<std::string> stop_only = {kAnthropicTool[0], kAnthropicTool[3], kAnthropicTool[4], kAnthropicTool[5]};
+  CHECK(protocol([&] { anthropic(joined(stop_only)); }));
+  std::vector<std::string> twice = kAnthropicTool;
+  twice.insert(twice.begin() + 2, kAnthropicTool[1]);
+  CHECK(protocol([&] { anthropic(joined(twice)); }));
+  std::vector<std::string> number = kAnthropicTool;
+  number.insert(number.begin() + 2, delta("5"));
+  CHECK(protocol([&] { anthropic(joined(number)); }));
+  std::vector<std::string> untyped = kAnthropicText;
+  untyped[1] = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{}}\n\n";
+  CHECK(protocol([&] { anthropic(joined(untyped)); }));
+  std::vector<std::string> split = kAnthropicTool;
+  split[2] = delta(R"("{\"note\": ")") + delta(R"("\"a\"}")");
+  CHECK(anthropic(joined(split)).message.tool_calls.at(0).arguments_text == R"({"note": "a"})");
+}
+
 // ------------------------------------------------------------------ over loopback
 
 TEST_CASE("streams cut cleanly between events over loopback are truncated, for both adapters", "[fail_closed][loopback]") {
@@ -449,6 +525,37 @@ TEST_CASE("a 200 HTML page or JSON error over loopback is typed, streaming or no
   const auto e = error_of([&] { claude.complete(request, ctx); });
   CHECK(e.code() == ErrorCode::protocol);
   CHECK_THAT(e.what(), Catch::Contains("text/event-stream"));
+}
+
+TEST_CASE("a key a server quotes back in a 200 error body or an error event never reaches our error", "[fail_closed][loopback][secrets]") {
+  WireServer server;
+  auto transport = std::make_shared<Transport>(TransportOptions{.max_retries = 0});
+  auto ctx = agentkit::testing::make_test_ctx();
+  const std::vector<agentkit::Message> history{agentkit::Message::user("hi")};
+  const agentkit::ModelRequest request{"m", "p", history, {}};
+  const std::string key = "sk-live-0123456789abcdef";
+  const std::string quoted = R"({"error":{"message":"Invalid key )" + key + R"(","type":"invalid_request_error"}})";
+  for (bool stream : {true, false}) {
+    CAPTURE(stream);
+    OpenAIChatModel gpt(transport, {.base_url = server.base_url() + "/v1", .api_key = key, .model = "m", .stream = stream});
+    WireServer::Response body;
+    body.headers = {{"content-type", "application/json"}};
+    body.body = quoted;
+    server.enqueue(body);
+    const auto e = error_of([&] { gpt.complete(request, ctx); });
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("Invalid key") && !Catch::Contains(key));
+  }
+  OpenAIChatModel gpt(transport, {.base_url = server.base_url() + "/v1", .api_key = key, .model = "m", .stream = true});
+  server.enqueue(unframed({kOpenAIText[0], kOpenAIText[1], "data: " + quoted + "\n\n"}));
+  const auto mid = error_of([&] { gpt.complete(request, ctx); });
+  CHECK_THAT(mid.what(), Catch::Contains("Invalid key") && !Catch::Contains(key));
+  AnthropicModel claude(transport, {.base_url = server.base_url(), .api_key = key, .model = "m"});
+  server.enqueue(unframed({kAnthropicText[0], "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                                              "\"overloaded_error\",\"message\":\"Overloaded for " + key + "\"}}\n\n"}));
+  const auto event = error_of([&] { claude.complete(request, ctx); });
+  CHECK(event.code() == ErrorCode::overloaded);
+  CHECK_THAT(event.what(), Catch::Contains("Overloaded for") && !Catch::Contains(key));
 }
 
 TEST_CASE("an agent run whose tool-call stream is cut fails truncated: no tool run, no repair turn, usage charged", "[fail_closed][loopback][agent]") {

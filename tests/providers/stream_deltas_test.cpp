@@ -399,10 +399,10 @@ TEST_CASE("hostile tool-call deltas are typed errors, never a crash or unbounded
           anthropic ? anthropic_event({{"type", "content_block_delta"}, {"index", 0},
                                        {"delta", {{"type", "input_json_delta"}, {"partial_json", piece}}}})
                     : openai_call_chunk({{"index", 0}, {"function", {{"arguments", piece}}}});
-      if (anthropic) {
-        reader.feed(anthropic_event({{"type", "content_block_start"}, {"index", 0},
-                                     {"content_block", {{"type", "tool_use"}, {"id", "t"}, {"name", "n"}}}}));
-      }
+      // The call is announced first (fragments for no call are refused on their own).
+      reader.feed(anthropic ? anthropic_event({{"type", "content_block_start"}, {"index", 0},
+                                               {"content_block", {{"type", "tool_use"}, {"id", "t"}, {"name", "n"}}}})
+                            : openai_call_chunk({{"index", 0}, {"id", "t"}, {"function", {{"name", "n"}}}}));
       bool refused = false;
       for (std::size_t i = 0; i < 2 * (kMaxStreamedReplyBytes / piece.size()) && !refused; ++i) {
         try {
