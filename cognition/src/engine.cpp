@@ -420,16 +420,19 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
   }
 
  private:
+  // A checkpoint was refused: the run stops where the store last has it.
+  bool stopped_for_refusal() {
+    auto failure = writer_ ? writer_->failure() : std::nullopt;
+    if (!failure) return false;
+    writer_.reset();
+    checkpoint_.reset();  // nothing more is written by this engine
+    cause_ = Failure{.code = failure->code};
+    finish(StopReason::failed, failure->problem);
+    return true;
+  }
+
   void step() {
-    if (writer_) {
-      if (auto failure = writer_->failure()) {
-        // A checkpoint was refused: the run stops where the store last has it.
-        writer_.reset();
-        checkpoint_.reset();  // nothing more is written by this engine
-        cause_ = Failure{.code = failure->code};
-        return finish(StopReason::failed, failure->problem);
-      }
-    }
+    if (stopped_for_refusal()) return;
     if (ctx_.cancelled()) return finish(StopReason::cancelled, "the run was cancelled");
     if (unready_ && (st_.phase == Phase::ask_model || st_.phase == Phase::act)) {
       auto unready = std::exchange(unready_, nullptr);
@@ -1263,6 +1266,9 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // The batch runs only once the checkpoint naming it is written: a crash
     // must never leave a call's ledger record without the batch it belongs to.
     if (writer_ && !writer_->idle()) return;
+    // Refused after step() looked (a failed save counts as done): the batch
+    // that checkpoint names never runs.
+    if (stopped_for_refusal()) return;
     // Before-guardrails, in every process that would run the batch (after a
     // suspension or a crash too): a tripwire stops the run before any call
     // starts; a repair answers the call without running it.
@@ -1418,7 +1424,14 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
         if (!stopping) st_.outcomes[i] = CallOutcome{"Not run: the call was cancelled before it started.", true, CallStatus::interrupted};
         continue;  // a stopping run says "Not run" for it below
       }
-      if (r->status == ToolResult::Status::awaiting_approval && stopping) continue;
+      if (r->status == ToolResult::Status::awaiting_approval && stopping) {
+        if (!r->nested) continue;  // held by the gate, it did not run: "Not run" below
+        // A sub-run that suspended may have run calls first: never "not run".
+        *r = ToolResult::outcome_unknown(
+            "Outcome unknown: the run stopped (" + std::string(to_string(*stopping)) +
+            ") while this call's sub-agent awaited approval; the calls it ran before that may have taken effect, "
+            "the ones awaiting approval did not run.");
+      }
       std::vector<ContentPart> parts;
       if (r->is_ok() && !r->parts.empty()) {
         if (auto problem = parts_problem(*r, agent_->options().content_limits)) {

@@ -253,6 +253,37 @@ TEST_CASE("a sub-agent that asks again after its first approval suspends the par
   CHECK(*office.amounts == std::vector<double>{20, 5});
 }
 
+TEST_CASE("a parent stopped while its sub-run awaits approval never says the sub-agent's call did not run",
+          "[nested][approval][cancellation]") {
+  Office office;
+  auto llm = FakeLLM::script({
+      Turn{.tool_calls = {call("b1", "billing", {{"task", "refund A-1 twice"}})}},
+      Turn{.tool_calls = {call("r1", "refund", refund_args(20))}},
+      Turn{.tool_calls = {call("r2", "refund", refund_args(5))}},
+  });
+  auto ctx = make_test_ctx({.llm = llm});
+  auto first = office.boss->run("Refund order A-1", ctx);
+  REQUIRE(first.stop_reason == StopReason::suspended);
+  // The sub-run runs the approved refund and suspends on the next within
+  // one poll; the parent collects its batch on a later one. It is cancelled
+  // in between.
+  auto handle = office.boss->start_resume(first.state.run_id, {{"b1/r1", Decision::approve()}}, ctx);
+  while (!handle.poll() && office.amounts->empty()) {
+  }
+  REQUIRE_FALSE(handle.done());
+  REQUIRE(*office.amounts == std::vector<double>{20});
+  handle.cancel();
+  const agentkit::RunResult result = handle.wait();  // the end is in the store once it returns
+  const RunState& state = result.state;
+  CHECK(result.stop_reason == StopReason::cancelled);
+  for (const RunState& seen : {state, *agentkit::load_run(*ctx.store, ctx.scope, state.run_id)}) {
+    const std::string text = result_text(seen, "b1");
+    CHECK_THAT(text, Catch::StartsWith("Outcome unknown") && Catch::Contains("awaited approval"));
+    CHECK(seen.phase == Phase::done);
+  }
+  CHECK(*office.refunds == 1);
+}
+
 TEST_CASE("a run recovered after its resume, with the sub-run not yet resumed, resumes it with the decisions",
           "[nested][approval][recovery]") {
   Office office;
