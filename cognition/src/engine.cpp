@@ -1477,9 +1477,12 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
       // again. Nothing more is written by this engine.
       writer_.reset();
       checkpoint_.reset();
-      return_arguments(*calls);
       cause_ = Failure{.code = *slot.result.interrupted};
-      return finish(StopReason::failed, "the run was interrupted: " + slot.result.text);
+      std::string why = "the run was interrupted: " + slot.result.text;
+      // The result still says what each call did (the interrupted one: its
+      // outcome is unknown), never "not run"; the store keeps them unanswered.
+      record_calls(*calls, StopReason::failed);
+      return finish(StopReason::failed, std::move(why));
     }
     const std::vector<std::size_t> recorded = record_calls(*calls, std::nullopt);
     if (!recorded.empty() && after_guardrails()) {

@@ -1030,6 +1030,12 @@ TEST_CASE("a sub-run whose store write is cut stops its parent, whose recovery f
   CHECK(stopped.failure->code == agentkit::ErrorCode::unavailable);
   CHECK_THAT(stopped.failure->message, Catch::Contains("interrupted"));
   CHECK(counter.runs == (cut_at == 3 ? 1 : 0));
+  // What the result says of the call: it may have run (it did, at write #3).
+  const auto answered = std::find_if(stopped.state.history.begin(), stopped.state.history.end(),
+                                     [](const agentkit::Message& m) { return m.tool_call_id == "c1"; });
+  REQUIRE(answered != stopped.state.history.end());
+  CHECK(stopped.state.outcomes.empty());
+  CHECK_THAT(answered->text(), !Catch::StartsWith("Not run"));
   // The lead stopped where its store has it, with the call asked and not
   // answered: not a run that ended with the call's error.
   const auto kept = agentkit::load_run(*inner, {}, "lead-1");
