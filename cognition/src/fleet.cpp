@@ -227,7 +227,11 @@ void FleetWorker::handle(const Claim& claim) {
     if (!stored) {
       run.emplace(agent.start(claim.task, ctx, {.run_id = claim.run_id}));
     } else if (stored->phase == Phase::suspended) {
-      if (!claim.decisions) {
+      // Taken over from a worker that died holding it: its decisions may be
+      // the ones that worker resumed with, and this the run's next
+      // suspension, whose calls may reuse their ids (ids some servers number
+      // per turn). They are asked for again, never assumed.
+      if (!claim.decisions || claim.taken_over) {
         marked(queue_->mark_suspended(options_.name, claim), Outcome::suspended);
         return;
       }
@@ -249,6 +253,17 @@ void FleetWorker::handle(const Claim& claim) {
     }
   } catch (const state::StoreError& e) {
     finish(Outcome::abandoned, e.what());  // the lease expires and another worker tries
+    return;
+  } catch (const Error& e) {
+    // Another process advanced the run after it was loaded here (a holder
+    // paused past its lease): the run is not over. It goes back to the
+    // queue; the next claim continues it from the store.
+    if (e.code() != ErrorCode::aborted && e.code() != ErrorCode::already_exists) return give_up(e.what());
+    try {
+      marked(queue_->release(options_.name, claim), Outcome::released);
+    } catch (const std::exception& released) {
+      finish(Outcome::abandoned, released.what());
+    }
     return;
   } catch (const std::exception& e) {
     return give_up(e.what());

@@ -11,6 +11,7 @@
 #include <agentkit/function_tool.h>
 #include <agentkit/state/postgres_run_queue.h>
 #include <agentkit/state/postgres_store.h>
+#include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
 #include <catch2/catch.hpp>
@@ -571,6 +572,133 @@ TEST_CASE("fleet: decisions that do not fit leave the run suspended and nothing 
   REQUIRE(seen[2].result);
   CHECK(seen[2].result->output == "recorded A-1");
   CHECK(effects.count("A-1") == 1);
+}
+
+TEST_CASE("fleet: decisions a dead worker resumed with are never applied to the run's next suspension",
+          "[postgres][fleet]") {
+  // The model numbers its calls per turn, as some servers do: "c1" refunds
+  // 20, then "c1" refunds 5000, each awaiting approval.
+  Fleet fleet;
+  Effects effects;
+  const auto billing =
+      std::make_shared<const Agent>("billing", "fake", "You refund orders.", react({effects.tool("refund", true)}));
+  auto llm = agentkit::testing::FakeLLM::script({
+      agentkit::testing::Turn{.tool_calls = {agentkit_test::call("c1", "refund", {{"what", "20"}})}},
+      agentkit::testing::Turn{.tool_calls = {agentkit_test::call("c1", "refund", {{"what", "5000"}})}},
+      agentkit::testing::Turn{.content = "refunded 20; 5000 refused"},
+  });
+  auto ctx = make_test_ctx({.llm = llm, .store = fleet.store});
+  ctx.scope = kA;
+  auto queue = fleet.queue();
+  REQUIRE(queue->submit(kA, "refund-1", "billing", "refund A-1"));
+
+  // A worker ("ghost") runs it to its first suspension and marks it; the
+  // human approves c1 (the 20); the ghost claims it again, resumes with that
+  // decision, reaches the next suspension (c1: the 5000) and dies before
+  // marking it: the queue still holds it leased, with the 20's approval.
+  auto first = queue->claim("ghost", {kA}, 60s);
+  REQUIRE(first);
+  REQUIRE(billing->run(first->task, ctx, {.run_id = "refund-1"}).stop_reason == agentkit::StopReason::suspended);
+  REQUIRE(queue->mark_suspended("ghost", *first));
+  REQUIRE(queue->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::approve()}}), {"c1"}) ==
+          PostgresRunQueue::Decided::runnable);
+  auto resumed = queue->claim("ghost", {kA}, 300ms);
+  REQUIRE(resumed);
+  REQUIRE(resumed->decisions);
+  const auto again = billing->resume("refund-1", agentkit::decisions_from_json(*resumed->decisions), ctx);
+  REQUIRE(again.stop_reason == agentkit::StopReason::suspended);
+  REQUIRE(effects.count("20") == 1);
+
+  // The worker that takes it over asks for decisions again.
+  Reports reports;
+  FleetWorker worker(fleet.queue(), {{"billing", billing}}, ctx, {.name = "w", .scopes = {kA}, .on_run = reports.sink()});
+  worker.start();
+  auto seen = reports.until([](const auto& all) { return !all.empty(); });
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].taken_over);
+  CHECK(seen[0].outcome == Outcome::suspended);
+  CHECK(effects.count("5000") == 0);
+  const auto info = queue->info(kA, "refund-1");
+  REQUIRE(info);
+  CHECK(info->status == PostgresRunQueue::Status::suspended);
+  CHECK_FALSE(info->decisions);
+
+  // Decided for what it awaits now: refused, and the run finishes.
+  REQUIRE(queue->submit_decisions(kA, "refund-1", agentkit::decisions_to_json({{"c1", Decision::reject("too much")}}),
+                                  {"c1"}) == PostgresRunQueue::Decided::runnable);
+  seen = reports.until([](const auto& all) { return all.size() >= 2; });
+  worker.stop();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1].outcome == Outcome::done);
+  CHECK(effects.count("5000") == 0);
+  CHECK(effects.count("20") == 1);
+}
+
+namespace {
+
+// A store where, once, another process writes a run's document just before
+// this one's compare-and-set of it: a holder paused past its lease that
+// advanced the run after this worker loaded it.
+class AdvancedFirstStore final : public agentkit::state::Store {
+ public:
+  AdvancedFirstStore(std::shared_ptr<agentkit::state::Store> inner, std::string key_end)
+      : inner_(std::move(inner)), key_end_(std::move(key_end)) {}
+  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
+  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
+    return inner_->put(key, std::move(value), ttl);
+  }
+  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
+                                              Ttl ttl) override {
+    if (key.ends_with(key_end_) && !advanced_.exchange(true)) {
+      if (const auto current = inner_->get(key)) inner_->put(key, current->value, Ttl{});
+    }
+    return inner_->compare_and_set(key, expected, std::move(value), ttl);
+  }
+  bool erase(std::string_view key) override { return inner_->erase(key); }
+  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
+    return inner_->list(prefix);
+  }
+  bool advanced() const { return advanced_; }
+
+ private:
+  std::shared_ptr<agentkit::state::Store> inner_;
+  std::string key_end_;
+  std::atomic<bool> advanced_{false};
+};
+
+}  // namespace
+
+TEST_CASE("fleet: a run another process advanced after this worker loaded it goes back to the queue, not done",
+          "[postgres][fleet]") {
+  Fleet fleet;
+  Effects effects;
+  const auto billing =
+      std::make_shared<const Agent>("billing", "fake", "You refund orders.", react({effects.tool("refund", true)}));
+  auto ctx = make_test_ctx({.llm = std::make_shared<OneCallModel>("refund"), .store = fleet.store});
+  ctx.scope = kA;
+  auto queue = fleet.queue();
+  REQUIRE(queue->submit(kA, "refund-2", "billing", "A-2"));
+  Reports reports;
+  {
+    FleetWorker worker(fleet.queue(), {{"billing", billing}}, ctx, {.name = "w1", .scopes = {kA}, .on_run = reports.sink()});
+    REQUIRE(serve_until(worker, reports, 1).at(0).outcome == Outcome::suspended);
+  }
+  // The resume's claim of the checkpoint loses to the other process's write.
+  auto racing = std::make_shared<AdvancedFirstStore>(fleet.store, "runs/refund-2");
+  ctx.store = racing;
+  FleetWorker worker(fleet.queue(), {{"billing", billing}}, ctx, {.name = "w2", .scopes = {kA}, .on_run = reports.sink()});
+  worker.start();
+  REQUIRE(queue->submit_decisions(kA, "refund-2", agentkit::decisions_to_json({{"c1", Decision::approve()}}), {"c1"}) ==
+          PostgresRunQueue::Decided::runnable);
+  const auto seen = reports.until([](const auto& all) { return all.size() >= 3; });
+  worker.stop();
+  CHECK(racing->advanced());
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[1].outcome == Outcome::released);
+  CHECK(seen[2].outcome == Outcome::done);
+  REQUIRE(seen[2].result);
+  CHECK(seen[2].result->output == "recorded A-2");
+  CHECK(effects.count("A-2") == 1);
 }
 
 TEST_CASE("fleet: a call running inline for longer than the lease keeps it (the lease thread heartbeats)",
