@@ -227,11 +227,10 @@ void FleetWorker::handle(const Claim& claim) {
     if (!stored) {
       run.emplace(agent.start(claim.task, ctx, {.run_id = claim.run_id}));
     } else if (stored->phase == Phase::suspended) {
-      // Taken over from a worker that died holding it: its decisions may be
-      // the ones that worker resumed with, and this the run's next
-      // suspension, whose calls may reuse their ids (ids some servers number
-      // per turn). They are asked for again, never assumed.
-      if (!claim.decisions || claim.taken_over) {
+      // No decisions: none were given, or an earlier claim took them (the
+      // queue hands them to one claim; this may be the run's next
+      // suspension, whose calls can reuse their ids). Asked for again.
+      if (!claim.decisions) {
         marked(queue_->mark_suspended(options_.name, claim), Outcome::suspended);
         return;
       }

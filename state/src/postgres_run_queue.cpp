@@ -53,16 +53,19 @@ constexpr const char* kNotify = " SELECT u.scope FROM u, LATERAL (SELECT pg_noti
 constexpr const char* kSubmit =
     "WITH u AS (INSERT INTO {t} (scope, org_id, domain_id, run_id, agent, task, status)"
     " VALUES ($1, $2, $3, $4, $5, $6, 'runnable') ON CONFLICT (scope, run_id) DO NOTHING RETURNING scope)";
-// $1 worker, $2 scopes joined by '\n', $3 lease in ms.
+// $1 worker, $2 scopes joined by '\n', $3 lease in ms. The claim takes the
+// run's decisions out of the row: they answer the suspension they were given
+// for, and a later claim (a takeover, a run given back) could not know
+// whether the run is still at that suspension or at its next.
 constexpr const char* kClaim =
-    "WITH next AS (SELECT scope, run_id, status FROM {t}"
+    "WITH next AS (SELECT scope, run_id, status, decisions FROM {t}"
     "  WHERE scope = ANY(string_to_array($2, E'\\n'))"
     "   AND (status = 'runnable' OR (status = 'leased' AND lease_expires_at <= now()))"
     "  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
     " UPDATE {t} AS r SET status = 'leased', lease_owner = $1, lease_token = r.lease_token + 1,"
-    "  lease_expires_at = now() + $3 * interval '1 millisecond', attempts = r.attempts + 1"
+    "  lease_expires_at = now() + $3 * interval '1 millisecond', attempts = r.attempts + 1, decisions = NULL"
     " FROM next WHERE r.scope = next.scope AND r.run_id = next.run_id"
-    " RETURNING r.org_id, r.domain_id, r.run_id, r.agent, r.task, r.decisions, r.lease_token, r.attempts,"
+    " RETURNING r.org_id, r.domain_id, r.run_id, r.agent, r.task, next.decisions, r.lease_token, r.attempts,"
     "  next.status = 'leased'";
 // The fence: $1 scope, $2 run id, $3 worker, $4 token.
 constexpr const char* kHeld =

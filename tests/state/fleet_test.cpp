@@ -690,14 +690,22 @@ TEST_CASE("fleet: a run another process advanced after this worker loaded it goe
   worker.start();
   REQUIRE(queue->submit_decisions(kA, "refund-2", agentkit::decisions_to_json({{"c1", Decision::approve()}}), {"c1"}) ==
           PostgresRunQueue::Decided::runnable);
-  const auto seen = reports.until([](const auto& all) { return all.size() >= 3; });
-  worker.stop();
+  // Given back, not done as failed. Its next claim cannot know which
+  // suspension the run is at now, so the decision is asked for again.
+  auto seen = reports.until([](const auto& all) { return all.size() >= 3; });
   CHECK(racing->advanced());
   REQUIRE(seen.size() == 3);
   CHECK(seen[1].outcome == Outcome::released);
-  CHECK(seen[2].outcome == Outcome::done);
-  REQUIRE(seen[2].result);
-  CHECK(seen[2].result->output == "recorded A-2");
+  CHECK(seen[2].outcome == Outcome::suspended);
+  CHECK(effects.count("A-2") == 0);
+  REQUIRE(queue->submit_decisions(kA, "refund-2", agentkit::decisions_to_json({{"c1", Decision::approve()}}), {"c1"}) ==
+          PostgresRunQueue::Decided::runnable);
+  seen = reports.until([](const auto& all) { return all.size() >= 4; });
+  worker.stop();
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[3].outcome == Outcome::done);
+  REQUIRE(seen[3].result);
+  CHECK(seen[3].result->output == "recorded A-2");
   CHECK(effects.count("A-2") == 1);
 }
 

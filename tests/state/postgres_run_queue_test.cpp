@@ -189,8 +189,21 @@ TEST_CASE("run queue: decisions make a suspended run runnable and wake a waiting
   CHECK(agentkit::Json::parse(*resumed->decisions) == agentkit::Json{{"c1", "approve"}});
   CHECK(resumed->attempt == 2);
   CHECK_FALSE(resumed->taken_over);
-  REQUIRE(worker.mark_suspended("w1", *resumed));
-  CHECK_FALSE(worker.info(kA, "r1")->decisions);  // cleared for the next suspension
+  // Handed to this claim alone: a worker taking the run over (or claiming it
+  // after it was given back) cannot know whether the run is still at the
+  // suspension they answer, so it never gets them.
+  CHECK_FALSE(worker.info(kA, "r1")->decisions);
+  REQUIRE(worker.release("w1", *resumed));
+  const auto given_back = worker.claim("w2", {kA}, 1ms);
+  REQUIRE(given_back);
+  CHECK_FALSE(given_back->decisions);
+  std::this_thread::sleep_for(50ms);
+  const auto taken_over = worker.claim("w3", {kA}, 30s);
+  REQUIRE(taken_over);
+  CHECK(taken_over->taken_over);
+  CHECK_FALSE(taken_over->decisions);
+  REQUIRE(worker.mark_suspended("w3", *taken_over));
+  CHECK_FALSE(worker.info(kA, "r1")->decisions);
 }
 
 TEST_CASE("run queue: wait times out without a notification and interrupt wakes it", "[postgres][fleet]") {

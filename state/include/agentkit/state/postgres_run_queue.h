@@ -67,8 +67,8 @@ class PostgresRunQueue {
     std::string run_id;
     std::string agent;
     std::string task;
-    // Set when submit_decisions() gave the suspended run its decisions
-    // (a JSON object by call id); the worker resumes with them.
+    // The decisions submit_decisions() gave the suspended run (a JSON object
+    // by call id), handed to this claim alone; the worker resumes with them.
     std::optional<std::string> decisions;
     std::int64_t lease_token = 0;  // fences every later call about this run
     int attempt = 0;               // 1 on the first claim, +1 per claim
