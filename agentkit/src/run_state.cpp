@@ -180,6 +180,23 @@ RunState RunState::from_json(const Json& j) {
         throw Error(ErrorCode::invalid_argument, "run state: session_base is out of range");
       }
     }
+    // The batch's ids name one call each (the loop renames a repeated id);
+    // a call awaiting a decision is one of them with no outcome yet: a
+    // decision never lands on another call, nor over an outcome.
+    for (std::size_t i = 0; i < s.batch.size(); ++i) {
+      for (std::size_t k = 0; k < i; ++k) {
+        if (s.batch[k].id == s.batch[i].id) {
+          throw Error(ErrorCode::invalid_argument, "run state: the batch holds call id '" + s.batch[i].id + "' twice");
+        }
+      }
+    }
+    for (const std::string& id : s.pending) {
+      const auto call = std::find_if(s.batch.begin(), s.batch.end(), [&](const ToolCall& c) { return c.id == id; });
+      if (call == s.batch.end() || s.outcomes[static_cast<std::size_t>(call - s.batch.begin())]) {
+        throw Error(ErrorCode::invalid_argument,
+                    "run state: pending call '" + id + "' is not a call of the batch still awaiting its outcome");
+      }
+    }
     if (version >= 3) {
       s.tool_calls = count("tool_calls");
       s.cost_usd = j.at("cost_usd").get<double>();

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include <agentkit/agent.h>
@@ -460,6 +461,27 @@ TEST_CASE("RunState refuses a newer version and malformed documents", "[agent][s
   CHECK_THROWS_WITH(agentkit::RunState::from_json(j), Catch::Contains("newer agentkit"));
   CHECK_THROWS_AS(agentkit::RunState::from_json(Json{{"version", 1}}), agentkit::Error);
   CHECK_THROWS_AS(agentkit::RunState::from_json(Json("x")), agentkit::Error);
+}
+
+TEST_CASE("RunState refuses a batch whose pending calls or ids do not add up", "[agent][state]") {
+  // A suspended turn: c1 awaits a decision, c2 already ran.
+  agentkit::RunState s;
+  s.phase = agentkit::Phase::suspended;
+  s.stop_reason = agentkit::StopReason::suspended;
+  s.batch = {agentkit_test::call("c1", "refund", {{"amount", 20}}), agentkit_test::call("c2", "lookup", {})};
+  s.outcomes = {std::nullopt, agentkit::CallOutcome{"found", false, agentkit::CallStatus::ok}};
+  s.pending = {"c1"};
+  CHECK(agentkit::RunState::from_json(s.to_json()).pending == std::vector<std::string>{"c1"});
+  const auto refused = [&](const std::function<void(Json&)>& edit, const char* why) {
+    Json j = s.to_json();
+    edit(j);
+    CHECK_THROWS_WITH(agentkit::RunState::from_json(j), Catch::Contains(why));
+  };
+  // A decision for c2 would overwrite what it did; one for c9 would land nowhere.
+  refused([](Json& j) { j["pending"] = {"c2"}; }, "pending call 'c2'");
+  refused([](Json& j) { j["pending"] = {"c1", "c9"}; }, "pending call 'c9'");
+  // Two calls under one id would share one approval and one ledger record.
+  refused([](Json& j) { j["batch"][1]["id"] = "c1"; }, "call id 'c1' twice");
 }
 
 TEST_CASE("sanitize_utf8 replaces each ill-formed sequence as canonical_dump does", "[agent][utf8]") {
