@@ -12,6 +12,7 @@
 #include <agentkit/json.h>
 #include <agentkit/state/keys.h>
 #include <agentkit/state/ledger.h>
+#include <agentkit/trace_ids.h>
 
 #include "store_internal.h"
 
@@ -93,6 +94,12 @@ StoredRun read_run(Store& store, const Scope& scope, std::string_view run_id, co
       if (auto spans = doc.find("spans"); spans != doc.end()) {
         if (!spans->is_array()) throw unreadable("its spans are not a list");
         for (auto& span : *spans) {
+          // The first one names the trace the spans are written under.
+          const auto id = span.is_object() ? span.find("trace_id") : Json::iterator();
+          if (!span.is_object() || id == span.end() || !id->is_string() ||
+              !trace::valid_trace_id(id->get_ref<const std::string&>())) {
+            throw unreadable("a span it holds has no W3C trace id");
+          }
           run.sealed.span_bytes += span.dump().size();
           run.sealed.spans.push_back(std::move(span));
         }

@@ -6,6 +6,7 @@
 #include <agentkit/agent.h>
 #include <agentkit/cognition/react.h>
 #include <agentkit/function_tool.h>
+#include <agentkit/state/keys.h>
 #include <agentkit/state/store.h>
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
@@ -118,6 +119,26 @@ TEST_CASE("a tampered or missing blob is a CheckpointError naming it", "[run_sta
     store->erase(key);
     CHECK_THROWS_WITH(load_run(*store, ctx.scope, suspended.state.run_id),
                       Catch::Contains(key) && Catch::Contains("missing"));
+    CHECK_THROWS_AS(agent().resume(suspended.state.run_id, {{"c2", Decision::approve()}}, ctx), CheckpointError);
+  }
+}
+
+TEST_CASE("a checkpoint whose spans were edited by hand is a CheckpointError, not a run whose saves all fail",
+          "[run_state][integrity]") {
+  auto store = std::make_shared<state::InMemoryStore>();
+  auto ctx = make_test_ctx({.llm = script(), .store = store});
+  const RunResult suspended = agent().run("Check the camera, then open the gate.", ctx);
+  REQUIRE(suspended.stop_reason == StopReason::suspended);
+  const std::string key = state::keys::run(ctx.scope, suspended.state.run_id);
+  const auto stored = store->get(key);
+  REQUIRE(stored);
+  for (const Json& spans : {Json(3), Json::array({Json{{"name", "step"}}}), Json::array({Json{{"trace_id", 7}}}),
+                            Json::array({Json{{"trace_id", "not-hex"}}})}) {
+    CAPTURE(spans.dump());
+    Json doc = Json::parse(stored->value);
+    doc["spans"] = spans;
+    store->put(key, doc.dump());
+    CHECK_THROWS_AS(load_run(*store, ctx.scope, suspended.state.run_id), CheckpointError);
     CHECK_THROWS_AS(agent().resume(suspended.state.run_id, {{"c2", Decision::approve()}}, ctx), CheckpointError);
   }
 }
