@@ -836,6 +836,15 @@ class Engine final : public RunHandle::Driver, private ApprovalIssuer {
     // Text enters the run's state here and in collect_calls(), made valid UTF-8 once.
     Message message = sanitize_utf8(std::move(response.message));
     message.role = Role::assistant;
+    if (response.finish_reason == "length" && message.tool_calls.empty()) {
+      // Text cut at the output limit is no answer (cut calls are repaired):
+      // the run fails, the partial text kept as its output.
+      st_.history.push_back(std::move(message));
+      cause_ = Failure{.code = ErrorCode::truncated, .model = agent_->model()};
+      return finish(StopReason::failed,
+                    "the model's reply was cut at its output token limit (finish reason length); its text is the "
+                    "run's output, unfinished: raise ModelSettings::max_output_tokens");
+    }
     apply(strategy_->on_reply(step_context(), st_, std::move(message)));
     if (!done_) checkpoint();
   }

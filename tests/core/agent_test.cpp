@@ -262,6 +262,34 @@ TEST_CASE("too many consecutive bad turns fail the run", "[agent][repair]") {
   CHECK_THAT(r.failure.value().message, Catch::Contains("3 consecutive turns"));
 }
 
+TEST_CASE("an answer cut at the output token limit fails the run truncated, its text kept", "[agent][limits]") {
+  Agent agent("atlas", "fake", "You answer questions about cities.", react({city_population()}));
+  SECTION("text") {
+    auto ctx = make_test_ctx({.llm = FakeLLM::script({Turn{.content = "Lisbon has about", .finish_reason = "length"}})});
+    const auto r = agent.run("How big is Lisbon?", ctx);
+    CHECK(r.stop_reason == StopReason::failed);
+    REQUIRE(r.failure);
+    CHECK(r.failure->code == agentkit::ErrorCode::truncated);
+    CHECK(r.failure->model == "fake");
+    CHECK_THAT(r.failure->message, Catch::Contains("max_output_tokens"));
+    CHECK(r.output == "Lisbon has about");
+    const auto stored = agentkit::load_run(*ctx.store, ctx.scope, r.state.run_id);
+    REQUIRE(stored);
+    CHECK(stored->stop_reason == StopReason::failed);
+  }
+  SECTION("a call cut with it is repaired, and the run goes on") {
+    auto llm = FakeLLM::script({Turn{.tool_calls = {ToolCall{"c1", "city_population", {}, R"({"city": "Lis)"}},
+                                     .finish_reason = "length"},
+                                Turn{.tool_calls = {call("c2", "city_population", {{"city", "Lisbon"}})}},
+                                Turn{.content = "545000"}});
+    auto ctx = make_test_ctx({.llm = llm});
+    const auto r = agent.run("How big is Lisbon?", ctx);
+    CHECK(r.stop_reason == StopReason::answered);
+    CHECK(r.output == "545000");
+    CHECK_THAT(llm->requests()[1].messages.back().text(), Catch::Contains("not valid JSON"));
+  }
+}
+
 TEST_CASE("limits stop the run with the partial result", "[agent][limits]") {
   SECTION("max iterations") {
     std::vector<Turn> turns(5, Turn{.content = "thinking", .tool_calls = {call("c1", "city_population", {{"city", "Lisbon"}})}});

@@ -454,7 +454,7 @@ TEST_CASE("turns_from makes a recorded run a FakeLLM script: same answer, the to
                                         .parts = {agentkit::ReasoningPart{.text = "6 * 7", .signature = "sig-1",
                                                                           .provider = "anthropic"}},
                                         .usage = {31, 7, 0},
-                                        .finish_reason = "length"}});
+                                        .finish_reason = "content_filter"}});
     Agent plain("plain", "fake", "You answer in one word.");
     auto record_ctx = make_test_ctx({.llm = source});
     Recorder recorder;
@@ -470,7 +470,7 @@ TEST_CASE("turns_from makes a recorded run a FakeLLM script: same answer, the to
     CHECK(std::get<agentkit::TextPart>(turns[0].parts[1]).text == "42");
     CHECK(turns[0].usage.input_tokens == 31);
     CHECK(turns[0].usage.output_tokens == 7);
-    CHECK(turns[0].finish_reason == "length");
+    CHECK(turns[0].finish_reason == "content_filter");
   }
 
   SECTION("a run's steps alone, sub-runs apart, every step in recording order") {
