@@ -202,6 +202,27 @@ std::string_view text_at(const Json& v, const char* key) {
   return it->get_ref<const std::string&>();
 }
 
+// The text at `key` ("content", "refusal") of a message or delta: a string,
+// or (compatible servers) an array of text parts, joined; absent or null is
+// none. Anything else is ProviderError(protocol), never a silent empty reply.
+std::string message_text(const Json& v, const char* key, const char* where) {
+  const auto it = v.find(key);
+  if (it == v.end() || it->is_null()) return {};
+  if (it->is_string()) return it->get_ref<const std::string&>();
+  const auto refuse = [&] {
+    return ProviderError(ErrorCode::protocol, std::string(where) + "." + key + " is " +
+                                                  std::string(json_type_name(*it)) + ", not text or text parts");
+  };
+  if (!it->is_array()) throw refuse();
+  std::string text;
+  for (const Json& part : *it) {
+    const auto t = part.is_object() ? part.find("text") : Json::const_iterator();
+    if (!part.is_object() || t == part.end() || !t->is_string()) throw refuse();
+    text += t->get_ref<const std::string&>();
+  }
+  return text;
+}
+
 // The value at `key` of the object `v`, or null (v.value(key, Json()) without the copy).
 const Json& value_at(const Json& v, const char* key) {
   static const Json kNull;
@@ -456,9 +477,9 @@ ModelResponse openai_chat_response(const Json& body) {
     const Json& message = detail::object_ref(choice, "message", "OpenAI response choices[0]");
     ModelResponse out;
     out.message.role = Role::assistant;
-    out.message.add_text(std::string(text_at(message, "content")));
-    if (const std::string_view refusal = text_at(message, "refusal"); !refusal.empty()) {
-      out.message.content.emplace_back(RefusalPart{std::string(refusal)});
+    out.message.add_text(message_text(message, "content", "OpenAI response message"));
+    if (std::string refusal = message_text(message, "refusal", "OpenAI response message"); !refusal.empty()) {
+      out.message.content.emplace_back(RefusalPart{std::move(refusal)});
     }
     if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
       out.message.tool_calls.reserve(calls->size());
@@ -507,11 +528,11 @@ void OpenAIStreamAccumulator::on_event(const SseEvent& event) {
       const auto index = choice.find("index");
       if (index != choice.end() && json_integer<std::int64_t>(*index, "choices[].index") != 0) continue;  // n > 1: the first choice only
       const Json& delta = detail::object_ref(choice, "delta", "OpenAI stream event choices[]");
-      const std::string_view text = text_at(delta, "content");
+      const std::string text = message_text(delta, "content", "OpenAI stream delta");
       count(text.size());
       if (deltas_ && !text.empty()) deltas_(TextDelta{std::string(text)});
       content_ += text;
-      const std::string_view refusal = text_at(delta, "refusal");
+      const std::string refusal = message_text(delta, "refusal", "OpenAI stream delta");
       count(refusal.size());
       refusal_ += refusal;
       if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {

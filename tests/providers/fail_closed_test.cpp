@@ -380,6 +380,28 @@ TEST_CASE("valid JSON of the wrong shape raises ProviderError(protocol), not a t
   CHECK(protocol([] { anthropic_response(Json::parse(R"({"content":[{"type":"tool_use"}],"usage":[1]})")); }));
 }
 
+TEST_CASE("OpenAI content as text parts is read; content of another type is protocol, never an empty answer",
+          "[fail_closed][shape]") {
+  const auto reply = [](const std::string& message) {
+    return openai_chat_response(Json::parse(R"({"choices":[{"message":)" + message + R"(,"finish_reason":"stop"}]})"));
+  };
+  CHECK(reply(R"({"content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]})").message.text() == "Hello");
+  const auto refused = reply(R"({"content":null,"refusal":"I can't help with that."})").message;
+  REQUIRE(refused.content.size() == 1);
+  CHECK(std::get<agentkit::RefusalPart>(refused.content[0]).text == "I can't help with that.");
+  for (const char* bad : {R"({"content":5})", R"({"content":{"text":"Hello"}})", R"({"content":[{"type":"image"}]})",
+                          R"({"content":"ok","refusal":7})"}) {
+    CAPTURE(bad);
+    CHECK(error_of([&] { reply(bad); }).code() == ErrorCode::protocol);
+  }
+  const auto stream = [](const std::string& delta) {
+    return openai(R"(data: {"choices":[{"index":0,"delta":)" + delta + R"(,"finish_reason":"stop"}]})" "\n\n"
+                  "data: [DONE]\n\n");
+  };
+  CHECK(stream(R"({"content":[{"type":"text","text":"Hi"}]})").message.text() == "Hi");
+  CHECK(error_of([&] { stream(R"({"content":{"x":1}})"); }).code() == ErrorCode::protocol);
+}
+
 TEST_CASE("tool-call arguments of the wrong shape reach the loop as text, never as no arguments", "[fail_closed][shape]") {
   const auto openai_call = [](const std::string& arguments) {
     const auto reply = openai_chat_response(Json::parse(
