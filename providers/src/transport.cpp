@@ -34,6 +34,7 @@ constexpr milliseconds kTick{10};
 constexpr milliseconds kMaxRetryAfter{60'000};
 constexpr std::size_t kMaxPooled = 8;
 constexpr std::size_t kMaxErrorBody = 1 << 20;  // a non-2xx body only feeds an error message
+constexpr std::size_t kMaxBody = std::size_t{64} << 20;  // a 2xx body read whole: a hostile server's cannot grow without end
 
 void global_init() {
   static std::once_flag once;
@@ -141,6 +142,11 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     return n;
   }
   if (!success && a.response.body.size() >= kMaxErrorBody) return n;
+  if (success && a.response.body.size() + n > kMaxBody) {
+    a.callback_error = std::make_exception_ptr(ProviderError(
+        ErrorCode::protocol, "the response body is over " + std::to_string(kMaxBody >> 20) + " MiB; not read further"));
+    return 0;  // aborts the transfer
+  }
   a.response.body.append(data, n);
   return n;
 }

@@ -580,6 +580,22 @@ TEST_CASE("a key a server quotes back in a 200 error body or an error event neve
   CHECK_THAT(event.what(), Catch::Contains("Overloaded for") && !Catch::Contains(key));
 }
 
+TEST_CASE("a 200 body past 64 MiB is refused while it arrives, never buffered without end", "[fail_closed][loopback][limits]") {
+  WireServer server;
+  auto transport = std::make_shared<Transport>(TransportOptions{.max_retries = 0});
+  auto ctx = agentkit::testing::make_test_ctx();
+  const std::vector<agentkit::Message> history{agentkit::Message::user("hi")};
+  const agentkit::ModelRequest request{"m", "p", history, {}};
+  OpenAIChatModel gpt(transport, {.base_url = server.base_url() + "/v1", .model = "m", .stream = false});
+  WireServer::Response huge;
+  huge.headers = {{"content-type", "application/json"}};
+  huge.body = R"({"choices":[{"message":{"content":")" + std::string((std::size_t{64} << 20) + 1, 'a') + R"("}}]})";
+  server.enqueue(huge);
+  const auto e = error_of([&] { gpt.complete(request, ctx); });
+  CHECK(e.code() == ErrorCode::protocol);
+  CHECK_THAT(e.what(), Catch::Contains("over 64 MiB"));
+}
+
 TEST_CASE("an agent run whose tool-call stream is cut fails truncated: no tool run, no repair turn, usage charged", "[fail_closed][loopback][agent]") {
   struct Case {
     std::string name;
