@@ -19,6 +19,7 @@
 #include <agentkit/testing/fake_llm.h>
 #include <agentkit/testing/test_context.h>
 
+#include "../helpers/claimed_first_store.h"
 #include "../helpers/cut_store.h"
 #include "../helpers/ledger_left.h"
 #include "../helpers/recording_store.h"
@@ -911,38 +912,6 @@ Agent research_lead(Counter& counter) {
                                                      .side_effecting = true})}));
 }
 
-// A store where, once armed, another caller writes the document at `key`
-// just before this one's next compare-and-set of it: a claim that loses the
-// race, as a parent's earlier attempt still alive (or a second recovery)
-// makes it lose.
-class ClaimedFirstStore final : public agentkit::state::Store {
- public:
-  ClaimedFirstStore(std::shared_ptr<agentkit::state::Store> inner, std::string key)
-      : inner_(std::move(inner)), key_(std::move(key)) {}
-  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
-  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
-    return inner_->put(key, std::move(value), ttl);
-  }
-  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
-                                              Ttl ttl) override {
-    if (armed && key.ends_with(key_)) {
-      armed = false;
-      const auto current = inner_->get(key);
-      inner_->put(key, current ? current->value : R"({"created":"elsewhere"})", Ttl{});  // the other caller's write
-    }
-    return inner_->compare_and_set(key, expected, std::move(value), ttl);
-  }
-  bool erase(std::string_view key) override { return inner_->erase(key); }
-  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
-    return inner_->list(prefix);
-  }
-  bool armed = true;
-
- private:
-  std::shared_ptr<agentkit::state::Store> inner_;
-  std::string key_;
-};
-
 // The lead ("lead-1") stopped, interrupted, because its sub-run was not
 // this attempt's (`why`), with its call still asked and not answered: not a
 // run that ended with the call's error.
@@ -972,7 +941,7 @@ TEST_CASE("a sub-run another caller claimed first stops its parent, never fails 
   REQUIRE(counter.runs == 1);
 
   // The lead's recovery reaches the sub-run, whose claim another caller wins.
-  auto racing = std::make_shared<ClaimedFirstStore>(inner, "runs/lead-1/1/c1");
+  auto racing = std::make_shared<agentkit_test::ClaimedFirstStore>(inner, "runs/lead-1/1/c1");
   auto llm = FakeLLM::script({Turn{.content = "the research failed"}});  // never asked
   auto later = make_test_ctx({.llm = llm, .store = racing});
   const auto stopped = lead.recover("lead-1", later);
@@ -994,7 +963,7 @@ TEST_CASE("a sub-run another attempt created first stops its parent, never fails
   auto inner = std::make_shared<InMemoryStore>();
   Counter counter;
   const Agent lead = research_lead(counter);
-  auto racing = std::make_shared<ClaimedFirstStore>(inner, "runs/lead-1/1/c1");
+  auto racing = std::make_shared<agentkit_test::ClaimedFirstStore>(inner, "runs/lead-1/1/c1");
   auto llm = FakeLLM::script({Turn{.tool_calls = {call("c1", "research", {{"task", "find a kit"}})}},
                               Turn{.content = "the research failed"}});
   auto ctx = make_test_ctx({.llm = llm, .store = racing});

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "../helpers/claimed_first_store.h"
 #include "../helpers/cut_store.h"
 #include "../helpers/postgres_server.h"
 #include "../helpers/tool_calls.h"
@@ -634,40 +635,6 @@ TEST_CASE("fleet: decisions a dead worker resumed with are never applied to the 
   CHECK(effects.count("20") == 1);
 }
 
-namespace {
-
-// A store where, once, another process writes a run's document just before
-// this one's compare-and-set of it: a holder paused past its lease that
-// advanced the run after this worker loaded it.
-class AdvancedFirstStore final : public agentkit::state::Store {
- public:
-  AdvancedFirstStore(std::shared_ptr<agentkit::state::Store> inner, std::string key_end)
-      : inner_(std::move(inner)), key_end_(std::move(key_end)) {}
-  std::optional<agentkit::state::Entry> get(std::string_view key) override { return inner_->get(key); }
-  std::int64_t put(std::string_view key, std::string value, Ttl ttl) override {
-    return inner_->put(key, std::move(value), ttl);
-  }
-  std::optional<std::int64_t> compare_and_set(std::string_view key, std::int64_t expected, std::string value,
-                                              Ttl ttl) override {
-    if (key.ends_with(key_end_) && !advanced_.exchange(true)) {
-      if (const auto current = inner_->get(key)) inner_->put(key, current->value, Ttl{});
-    }
-    return inner_->compare_and_set(key, expected, std::move(value), ttl);
-  }
-  bool erase(std::string_view key) override { return inner_->erase(key); }
-  std::vector<std::pair<std::string, agentkit::state::Entry>> list(std::string_view prefix) override {
-    return inner_->list(prefix);
-  }
-  bool advanced() const { return advanced_; }
-
- private:
-  std::shared_ptr<agentkit::state::Store> inner_;
-  std::string key_end_;
-  std::atomic<bool> advanced_{false};
-};
-
-}  // namespace
-
 TEST_CASE("fleet: a run another process advanced after this worker loaded it goes back to the queue, not done",
           "[postgres][fleet]") {
   Fleet fleet;
@@ -683,8 +650,9 @@ TEST_CASE("fleet: a run another process advanced after this worker loaded it goe
     FleetWorker worker(fleet.queue(), {{"billing", billing}}, ctx, {.name = "w1", .scopes = {kA}, .on_run = reports.sink()});
     REQUIRE(serve_until(worker, reports, 1).at(0).outcome == Outcome::suspended);
   }
-  // The resume's claim of the checkpoint loses to the other process's write.
-  auto racing = std::make_shared<AdvancedFirstStore>(fleet.store, "runs/refund-2");
+  // The resume's claim of the checkpoint loses to another process's write
+  // (a holder paused past its lease that advanced the run after this load).
+  auto racing = std::make_shared<agentkit_test::ClaimedFirstStore>(fleet.store, "runs/refund-2");
   ctx.store = racing;
   FleetWorker worker(fleet.queue(), {{"billing", billing}}, ctx, {.name = "w2", .scopes = {kA}, .on_run = reports.sink()});
   worker.start();
@@ -693,7 +661,7 @@ TEST_CASE("fleet: a run another process advanced after this worker loaded it goe
   // Given back, not done as failed. Its next claim cannot know which
   // suspension the run is at now, so the decision is asked for again.
   auto seen = reports.until([](const auto& all) { return all.size() >= 3; });
-  CHECK(racing->advanced());
+  CHECK_FALSE(racing->armed);
   REQUIRE(seen.size() == 3);
   CHECK(seen[1].outcome == Outcome::released);
   CHECK(seen[2].outcome == Outcome::suspended);
