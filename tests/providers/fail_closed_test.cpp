@@ -380,7 +380,7 @@ TEST_CASE("valid JSON of the wrong shape raises ProviderError(protocol), not a t
   CHECK(protocol([] { anthropic_response(Json::parse(R"({"content":[{"type":"tool_use"}],"usage":[1]})")); }));
 }
 
-TEST_CASE("OpenAI content as text parts is read; content of another type is protocol, never an empty answer",
+TEST_CASE("OpenAI content as text parts is read, content of another type is protocol, never an empty answer",
           "[fail_closed][shape]") {
   const auto reply = [](const std::string& message) {
     return openai_chat_response(Json::parse(R"({"choices":[{"message":)" + message + R"(,"finish_reason":"stop"}]})"));
