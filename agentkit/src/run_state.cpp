@@ -190,8 +190,12 @@ RunState RunState::from_json(const Json& j) {
         }
       }
     }
+    // The batch's call with `id`, or its end.
+    const auto call_of = [&](const std::string& id) {
+      return std::find_if(s.batch.begin(), s.batch.end(), [&](const ToolCall& c) { return c.id == id; });
+    };
     for (const std::string& id : s.pending) {
-      const auto call = std::find_if(s.batch.begin(), s.batch.end(), [&](const ToolCall& c) { return c.id == id; });
+      const auto call = call_of(id);
       if (call == s.batch.end() || s.outcomes[static_cast<std::size_t>(call - s.batch.begin())]) {
         throw Error(ErrorCode::invalid_argument,
                     "run state: pending call '" + id + "' is not a call of the batch still awaiting its outcome");
@@ -259,7 +263,7 @@ RunState RunState::from_json(const Json& j) {
         const auto problem = [&](const std::string& what) {
           return Error(ErrorCode::invalid_argument, "run state: nested['" + call_id + "'] " + what);
         };
-        if (std::none_of(s.batch.begin(), s.batch.end(), [&](const ToolCall& c) { return c.id == call_id; })) {
+        if (call_of(call_id) == s.batch.end()) {
           throw problem("is not a call of the batch");
         }
         NestedSuspension suspension;

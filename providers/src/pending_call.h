@@ -13,10 +13,10 @@
 
 #include <agentkit/context.h>
 #include <agentkit/model.h>
-#include <agentkit/redact.h>
 #include <agentkit/providers/reply.h>
 #include <agentkit/providers/transport.h>
 
+#include "scrub.h"
 #include "trace_header.h"
 
 namespace agentkit::providers::detail {
@@ -28,23 +28,19 @@ inline DeltaSink run_deltas(const RunContext& ctx) {
   return [ctx](StreamDelta delta) { std::visit([&](auto& d) { ctx.emit(std::move(d)); }, delta); };
 }
 
-// The call's credentials (its credential headers' values), kept out of the
-// errors its reply raises: a server may quote a key back, in a 2xx body's
-// error object or an error event mid-stream, past the transport's own scrub.
+// The call's credentials, kept out of the errors its reply raises: a server
+// may quote a key back, in a 2xx body's error object or an error event
+// mid-stream, past the transport's own scrub.
 class ScrubbedErrors {
  public:
-  explicit ScrubbedErrors(const Headers& headers) {
-    for (const auto& [name, value] : headers) secrets_.add_header(name, value);
-  }
+  explicit ScrubbedErrors(const Headers& headers) : secrets_(secrets_of(headers)) {}
   // take(), its ProviderError with every credential redacted.
   template <class Take>
   ModelResponse operator()(Take&& take) const {
     try {
       return take();
     } catch (const ProviderError& e) {
-      std::string message = e.what();
-      if (!secrets_.redact_in_place(message)) throw;
-      throw e.with_message(std::move(message));
+      throw scrubbed(e, secrets_);
     }
   }
 

@@ -16,6 +16,8 @@
 
 #include <curl/curl.h>
 
+#include "scrub.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -151,19 +153,6 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// Values that must never appear in an error message, even if a server echoes them.
-Redactor secrets_of(const Headers& headers) {
-  Redactor out;
-  for (const auto& [name, value] : headers) out.add_header(name, value);
-  return out;
-}
-
-ProviderError scrubbed(const ProviderError& e, const Redactor& secrets) {
-  std::string message = e.what();
-  if (!secrets.redact_in_place(message)) return e;
-  return e.with_message(std::move(message));
-}
-
 // The scheme and authority of a URL: never the path or query, which may carry a key.
 std::string origin_of(const std::string& url) {
   std::string shown = url_for_messages(url);
@@ -231,7 +220,7 @@ struct AsyncRequest::State {
         request_(std::move(request)),
         on_data_(std::move(on_data)),
         on_headers_(std::move(on_headers)),
-        secrets_(secrets_of(request_.headers)) {
+        secrets_(detail::secrets_of(request_.headers)) {
     if (cancel) token_ = *cancel;
     for (const auto& [name, value] : request_.headers) {
       if (name.find_first_of("\r\n") != std::string::npos || value.find_first_of("\r\n") != std::string::npos) {
@@ -444,7 +433,7 @@ struct AsyncRequest::State {
 
     // Nothing a caller has seen may be sent twice: a stream that delivered bytes is final.
     if (!retry || a.delivered > 0 || attempts_ >= options_.max_retries) {
-      fail(scrubbed(*error, secrets_));
+      fail(detail::scrubbed(*error, secrets_));
       return;
     }
     milliseconds backoff;
